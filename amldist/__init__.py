@@ -1,0 +1,34 @@
+"""amldist: distributed training jobs for Azure Machine Learning.
+
+The top-level import stays light (the CLI's ``--version`` and ``validate`` paths
+depend on it): builders and the spec model are loaded on first attribute access.
+"""
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; resolved lazily by __getattr__ below.
+_LAZY = {
+    "pytorch_job": "amldist.builders",
+    "mpi_job": "amldist.builders",
+    "tensorflow_job": "amldist.builders",
+    "distributed_component": "amldist.builders",
+    "convert_legacy": "amldist.convert",
+    "load": "amldist.spec",
+    "loads": "amldist.spec",
+    "validate_paths": "amldist.validate",
+    "skus": "amldist.skus",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'amldist' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(module_name)
+    value = module if module_name.endswith("." + name) else getattr(module, name)
+    globals()[name] = value
+    return value

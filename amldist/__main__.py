@@ -1,0 +1,5 @@
+import sys
+
+from amldist.cli import main
+
+sys.exit(main())

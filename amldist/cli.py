@@ -1,0 +1,71 @@
+"""``amldist`` command line: ``main(argv) -> int``.
+
+One place turns a UserError into an ``error:`` line plus an optional ``hint:``
+line; any other exception is a bug and shows its traceback only when
+AMLDIST_DEBUG=1 is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from amldist import __version__
+from amldist.commands import NAMES
+from amldist.errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="amldist",
+        description="Distributed training jobs for Azure Machine Learning.",
+    )
+    parser.add_argument("--version", action="version", version=f"amldist {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in NAMES:
+        try:
+            module = importlib.import_module(f"amldist.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"amldist.commands.{name}":
+                raise
+            continue  # a command not built yet
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help, --version, usage errors (2)
+        return int(exc.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # a bug in amldist, not a user mistake
+        if os.environ.get("AMLDIST_DEBUG"):
+            raise
+        print(
+            f"error: internal error: {type(exc).__name__}: {exc} "
+            "(set AMLDIST_DEBUG=1 for a traceback and report it)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

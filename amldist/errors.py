@@ -1,0 +1,19 @@
+"""The one exception type for mistakes a user can fix.
+
+The CLI turns a UserError into one ``error: ...`` line (plus ``hint: ...`` when
+there is one) and an exit code; anything else is a bug and keeps its traceback
+behind AMLDIST_DEBUG=1.
+"""
+
+
+class UserError(Exception):
+    """A problem in the user's input or environment, reported without a traceback."""
+
+    def __init__(self, message: str, *, hint: str | None = None, exit_code: int = 2):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message

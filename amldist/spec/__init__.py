@@ -1,0 +1,72 @@
+"""The spec model and its YAML I/O.
+
+``load(path)`` / ``loads(text)`` return one of the dataclasses of
+``amldist.spec.model``; ``spec.to_yaml()`` writes it back in a stable key order.
+Validation lives in ``amldist.validate``: loading here checks only that the text
+is a safe, well-formed YAML document of a kind amldist knows.
+"""
+
+from __future__ import annotations
+
+import os
+
+from amldist.errors import UserError
+from amldist.spec.kinds import detect_kind
+from amldist.spec.model import (
+    SPEC_CLASSES,
+    CommandComponent,
+    CommandJob,
+    DistributedComponent,
+    Distribution,
+    Launcher,
+    Limits,
+    PipelineJob,
+    Resources,
+    Spec,
+)
+from amldist.spec.yamlio import YamlDocument, YamlError, dump_yaml, load_yaml
+
+__all__ = [
+    "CommandComponent", "CommandJob", "DistributedComponent", "Distribution", "Launcher", "Limits",
+    "PipelineJob", "Resources", "Spec", "SpecLoadError", "YamlDocument", "YamlError",
+    "detect_kind", "dump_yaml", "from_data", "load", "load_yaml", "loads",
+]
+
+
+class SpecLoadError(UserError):
+    """A file that cannot be read as a spec: ``file:line:col: message``."""
+
+    def __init__(self, file: str, line: int, col: int, code: str, message: str, hint: str | None = None):
+        super().__init__(f"{file}:{line}:{col}: {message}", hint=hint, exit_code=1)
+        self.file, self.line, self.col, self.code = file, line, col, code
+
+
+def from_data(data, *, file: str = "<data>") -> Spec:
+    kind = detect_kind(data)
+    if kind is None:
+        raise SpecLoadError(
+            file, 1, 1, "not-a-spec",
+            "not a spec amldist knows (a command job, command component, pipeline job or DistributedComponent)",
+            hint="set 'type:' (command, pipeline or DistributedComponent) or '$schema:'",
+        )
+    return SPEC_CLASSES[kind].from_dict(data)
+
+
+def loads(text: str, *, file: str = "<string>") -> Spec:
+    try:
+        doc = load_yaml(text)
+    except YamlError as exc:
+        raise SpecLoadError(file, exc.line, exc.col, exc.code, exc.message, exc.hint) from None
+    if doc.data is None:
+        raise SpecLoadError(file, 1, 1, "empty-file", "the file is empty")
+    return from_data(doc.data, file=file)
+
+
+def load(path) -> Spec:
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {path}: {exc}", exit_code=1) from None
+    return loads(text, file=path)

@@ -1,0 +1,100 @@
+import pytest
+
+from amldist import spec
+from amldist.errors import UserError
+from amldist.spec.kinds import detect_kind
+from amldist.spec.yamlio import load_yaml
+from tests.conftest import conformance_files
+
+VALID = conformance_files("valid") + conformance_files("invalid")
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_load_dump_load_is_identity(path):
+    original = spec.load(path)
+    again = spec.loads(original.to_yaml())
+    assert again == original
+    # the data itself survives too, not only the model's view of it
+    assert load_yaml(original.to_yaml()).data == load_yaml(path.read_text()).data
+
+
+def test_corpus_present_or_skipped(conformance_dir):
+    assert len(conformance_files("valid")) >= 40
+
+
+def test_unknown_keys_kept_in_order_after_modelled_ones():
+    text = "zeta: 1\ncommand: echo hi\ntype: command\nalpha: 2\nresources: {instance_count: 2, foo: 3}\n"
+    job = spec.loads(text)
+    assert isinstance(job, spec.CommandJob)
+    assert job.resources.instance_count == 2 and job.resources.extra == {"foo": 3}
+    assert list(job.to_dict()) == ["type", "command", "resources", "zeta", "alpha"]
+    assert list(job.to_dict()["resources"]) == ["instance_count", "foo"]
+
+
+@pytest.mark.parametrize(
+    "data, kind",
+    [
+        ({"$schema": "https://x/commandComponent.schema.json", "command": "x"}, "command_component"),
+        ({"$schema": "https://x/CommandJob.schema.json", "type": "command"}, "command_job"),
+        ({"type": "command", "command": "x", "version": 1}, "command_component"),
+        ({"type": "command", "command": "x", "version": 1, "compute": "c"}, "command_job"),
+        ({"command": "x"}, "command_job"),
+        ({"type": "pipeline", "jobs": {}}, "pipeline_job"),
+        ({"type": "DistributedComponent@1-legacy"}, "distributed_component"),
+        ({"type": "distributedcomponent"}, "distributed_component"),
+        ({"type": "sweep"}, None),
+        (["a"], None),
+        ("text", None),
+    ],
+)
+def test_detect_kind(data, kind):
+    assert detect_kind(data) == kind
+
+
+def test_yaml_errors_carry_position():
+    with pytest.raises(spec.SpecLoadError) as info:
+        spec.loads("type: command\ncommand: a\ncommand: b\n", file="j.yml")
+    assert (info.value.line, info.value.col, info.value.code) == (3, 1, "duplicate-key")
+    assert str(info.value).startswith("j.yml:3:1: duplicate key 'command'")
+
+
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("a: !!python/object/apply:os.system ['echo pwned']\n", "yaml-unsafe-tag"),
+        ("a: [1, 2\n", "yaml-syntax"),
+        ("", "empty-file"),
+        ("a: 1\n---\nb: 2\n", "yaml-multiple-documents"),
+        ("a: &a [*a]\n", "yaml-too-deep"),
+        ("just text\n", "not-a-spec"),
+    ],
+)
+def test_bad_documents_raise_one_clear_error(text, code):
+    with pytest.raises(spec.SpecLoadError) as info:
+        spec.loads(text)
+    assert info.value.code == code
+
+
+def test_alias_bomb_is_bounded():
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefg", "bcdefgh"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    with pytest.raises(spec.SpecLoadError) as info:
+        spec.loads("\n".join(lines) + "\n")
+    assert info.value.code == "yaml-too-large"
+
+
+def test_save_never_overwrites_without_being_asked(tmp_path):
+    job = spec.loads("type: command\ncommand: echo hi\n")
+    target = tmp_path / "job.yml"
+    target.write_text("mine\n")
+    with pytest.raises(UserError):
+        job.save(target)
+    assert target.read_text() == "mine\n"
+    job.save(target, overwrite=True)
+    assert spec.load(target) == job
+
+
+def test_multiline_command_dumps_as_block():
+    job = spec.loads("type: command\ncommand: |\n  echo a\n  echo b\n")
+    assert "command: |\n  echo a\n  echo b\n" in job.to_yaml()
