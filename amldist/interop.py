@@ -1,0 +1,134 @@
+"""Bridges to azure-ai-ml: the SDK entity and the REST body for a spec.
+
+Both go through azure-ai-ml's own YAML loaders over ``spec.to_yaml()``, so a spec
+means exactly what the same file means to ``az ml job create``. azure-ai-ml is
+imported inside the functions only: ``import amldist.interop`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from contextlib import contextmanager
+
+from amldist.errors import UserError
+
+__all__ = ["InteropError", "to_azure", "rest_body"]
+
+_INTERNAL_FLAG = "AZURE_ML_INTERNAL_COMPONENTS_ENABLED"
+
+
+class InteropError(UserError):
+    """azure-ai-ml refused a spec; the message is azure-ai-ml's own, on one line."""
+
+
+def _origin(base_dir) -> str:
+    # azure-ai-ml resolves `code:` and `file:` paths against the folder of relative_origin;
+    # the file name itself is never opened.
+    folder = os.path.abspath(os.fspath(base_dir)) if base_dir is not None else os.getcwd()
+    return os.path.join(folder, "amldist-spec.yaml")
+
+
+@contextmanager
+def _internal_components():
+    """Let azure-ai-ml load a legacy DistributedComponent (it hides them behind a flag).
+
+    The flag is set only while loading and restored afterwards; azure-ai-ml's
+    registration of its internal component classes stays, as it would with the flag set.
+    """
+    old = os.environ.get(_INTERNAL_FLAG)
+    os.environ[_INTERNAL_FLAG] = "true"
+    try:
+        from azure.ai.ml._utils.utils import try_enable_internal_components
+
+        try_enable_internal_components()
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(_INTERNAL_FLAG, None)
+        else:
+            os.environ[_INTERNAL_FLAG] = old
+
+
+# azure-ai-ml appends these to every schema error; they say nothing about the spec.
+_BOILERPLATE = re.compile(
+    r"(If you are trying to configure (a|an) \w+ that is not of type|Visit this link to refer to"
+    r"|The easiest way to author a specification file)[^\"\\\\]*"
+)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", None) or exc).replace("\\n", " ")
+    text = _BOILERPLATE.sub(" ", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def to_azure(spec, *, base_dir=None):
+    """The azure.ai.ml entity for ``spec``.
+
+    CommandJob -> ``azure.ai.ml.entities.Command`` (what ``load_job`` returns for a
+    command job), PipelineJob -> ``PipelineJob``, CommandComponent -> ``CommandComponent``,
+    DistributedComponent -> azure-ai-ml's internal component (loaded with
+    AZURE_ML_INTERNAL_COMPONENTS_ENABLED set for the duration of the call).
+    Relative ``code:``/``file:`` paths resolve against ``base_dir`` (default: the
+    current directory). Raises InteropError when azure-ai-ml rejects the YAML.
+    """
+    try:
+        from azure.ai.ml import load_component, load_job
+    except ImportError as exc:
+        raise UserError(
+            f"azure-ai-ml is not installed ({exc.name} is missing)",
+            hint="pip install 'amldist[azure]'",
+        ) from None
+    from marshmallow.exceptions import ValidationError as MarshmallowError
+    from azure.ai.ml.exceptions import MlException
+
+    kind = getattr(spec, "kind", None)
+    stream = io.StringIO(spec.to_yaml())
+    origin = _origin(base_dir)
+    try:
+        if kind in ("command_job", "pipeline_job"):
+            return load_job(stream, relative_origin=origin)
+        if kind == "command_component":
+            return load_component(stream, relative_origin=origin)
+        if kind == "distributed_component":
+            with _internal_components():
+                return load_component(stream, relative_origin=origin)
+    except (MlException, MarshmallowError) as exc:
+        raise InteropError(f"azure-ai-ml rejects the {kind.replace('_', ' ')}: {_one_line(exc)}") from None
+    raise TypeError(f"to_azure() needs an amldist spec object, not {type(spec).__name__}")
+
+
+def rest_body(spec, *, base_dir=None) -> dict:
+    """The JSON body azure-ai-ml would PUT to create this job (no credentials, no network).
+
+    Built as ``MLClient.jobs.create_or_update`` builds it: the entity from
+    ``to_azure``, azure-ai-ml's ``to_rest_job_object`` (which fills a generated
+    name, display name and experiment name when the spec has none) and its JSON
+    encoder. Two steps of a real submission are not done, because they need the
+    workspace: ``codeId`` and ``environmentId`` still hold the local path and the
+    ``azureml:`` reference (the SDK uploads code and resolves both to ARM ids),
+    and no git properties are added. Components are not jobs: turn one into a
+    job first (``amldist.convert.component_to_job``).
+    """
+    if getattr(spec, "kind", None) not in ("command_job", "pipeline_job"):
+        raise UserError(
+            f"only a job has a REST body, not a {getattr(spec, 'kind', type(spec).__name__)}",
+            hint="turn a component into a job first (amldist.convert.component_to_job)",
+        )
+    entity = to_azure(spec, base_dir=base_dir)
+    from azure.ai.ml.entities._job.to_rest_functions import to_rest_job_object
+
+    rest = to_rest_job_object(entity)
+    return _to_json(rest)
+
+
+def _to_json(rest) -> dict:
+    """Serialize an azure-ai-ml REST model the way its HTTP client does."""
+    try:  # azure-ai-ml >= 1.30: typespec "hybrid" models
+        from azure.ai.ml._restclient.arm_ml_service._utils.model_base import SdkJSONEncoder
+    except ImportError:  # older msrest models
+        return rest.serialize(keep_readonly=False)
+    return json.loads(json.dumps(rest, cls=SdkJSONEncoder, exclude_readonly=True))
