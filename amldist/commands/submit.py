@@ -1,0 +1,95 @@
+"""``amldist submit FILE``: run a command job locally or send it to an Azure ML workspace.
+
+    amldist submit FILE [--local] [--dry-run] [--set PATH=VALUE]... [--input NAME=VALUE]...
+                   [--instance-count N] [--process-count-per-instance N]
+                   [--workspace W --resource-group G --subscription S] [--stream] [--name NAME]
+
+FILE is a v2 command job, a v2 command component or a legacy DistributedComponent (run as a
+job). The spec is validated after the overrides; with an error nothing is sent or started
+(the diagnostics are printed as ``amldist validate`` prints them; exit 1).
+
+The backend is ``local`` with ``--local`` or ``compute: local`` in the job, else ``azureml``.
+``--dry-run`` prints what would happen (each rank's command and environment locally, the REST
+body for Azure), needs no credentials and no network, and starts nothing.
+
+Exit codes: 0 done; 1 invalid spec or the job failed; 2 a usage or setup mistake (no
+workspace, a missing input path...); 128+N when stopped by signal N.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "submit",
+        help="run a command job locally (--local) or submit it to Azure ML",
+        description="Validate a command job (or a component / legacy DistributedComponent, run as a job), "
+        "apply overrides, then run it on this machine with Azure ML's launcher environment (--local, or "
+        "'compute: local') or submit it to an Azure ML workspace.",
+    )
+    parser.add_argument("file", metavar="FILE", help="command job, command component or DistributedComponent YAML")
+    parser.add_argument("--local", action="store_true", help="run on this machine, emulating Azure ML's launchers")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what would be run or sent (secrets masked); start and send nothing")
+    parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", dest="sets",
+                        help="override a field by dotted path, e.g. resources.instance_count=2 (repeatable; "
+                        "VALUE is read as YAML; the file is not modified)")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", dest="inputs",
+                        help="set a job input (repeatable); local paths are relative to the current directory")
+    parser.add_argument("--instance-count", type=_positive, metavar="N", help="number of nodes")
+    parser.add_argument("--process-count-per-instance", type=_positive, metavar="N",
+                        help="processes per node (pytorch and mpi)")
+    parser.add_argument("--workspace", metavar="W", help="Azure ML workspace name")
+    parser.add_argument("--resource-group", metavar="G", help="resource group of the workspace")
+    parser.add_argument("--subscription", metavar="S", help="subscription id of the workspace")
+    parser.add_argument("--stream", action="store_true",
+                        help="follow the logs (locally: every rank's output, prefixed with its rank)")
+    parser.add_argument("--name", metavar="NAME", help="job name (must be new); default: generated")
+    parser.set_defaults(func=run)
+
+
+def choose_backend(args, job) -> str:
+    """``local`` for --local or ``compute: local`` (any case), else ``azureml``."""
+    compute = job.compute
+    if args.local or (isinstance(compute, str) and compute.strip().lower() in ("local", "azureml:local")):
+        return "local"
+    return "azureml"
+
+
+def run(args) -> int:
+    from amldist.backends import SubmitOptions, get_backend
+    from amldist.submit.prepare import SpecInvalid, prepare
+
+    try:
+        prepared = prepare(args.file, sets=args.sets, inputs=args.inputs, instance_count=args.instance_count,
+                           process_count_per_instance=args.process_count_per_instance)
+    except SpecInvalid as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic.to_text(), file=sys.stderr)
+        raise
+    for diagnostic in prepared.warnings:
+        print(diagnostic.to_text(), file=sys.stderr)
+    options = SubmitOptions(
+        dry_run=args.dry_run, stream=args.stream, name=args.name, workspace=args.workspace,
+        resource_group=args.resource_group, subscription=args.subscription,
+    )
+    backend = get_backend(choose_backend(args, prepared.job))
+    if args.dry_run:
+        text = backend.dry_run(prepared, options)
+        print(text)
+        return 0
+    return backend.submit(prepared, options)

@@ -1,0 +1,191 @@
+"""``--set PATH=VALUE`` and ``--input NAME=VALUE`` applied to a plain mapping.
+
+``--set`` works like ``az ml job create --set``: PATH is a dotted path into the
+document (``resources.instance_count``, ``environment_variables.SEED``), list
+items by index (``jobs.train.args[0]`` or ``args.0``) and keys that contain dots
+in brackets (``tags["team.name"]``). VALUE is read as one YAML value with the same
+safe loader as the files, so ``4`` is an integer, ``true`` a boolean, ``'4'`` a
+string and ``{type: mpi}`` a mapping; ``null`` removes the field. Missing
+mappings on the way are created. Overrides apply to a copy: the file on disk is
+never touched.
+
+``--input NAME=VALUE`` sets one job input. A path input (a mapping with ``path``
+or a ``uri_*``/``mltable``/model ``type``) keeps its type and mode and gets the
+new path; any other input becomes the literal value. Paths given on the command
+line are relative to the current directory (as a shell user expects), unlike paths
+written in the YAML, which are relative to the file; URIs (``azureml:``,
+``https://``...) are kept as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+import re
+
+from amldist.errors import UserError
+
+PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model"}
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # azureml:, https://, abfss://, file: ...
+_SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
+
+
+def split_assignment(text: str, option: str) -> tuple[str, str]:
+    """``"a.b=c"`` -> ``("a.b", "c")``; one clear error without ``=``."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise UserError(f"{option} {text!r} is not NAME=VALUE", hint=f"write e.g. {option} resources.instance_count=2")
+    return name.strip(), value
+
+
+def parse_value(text: str):
+    """One YAML value, read like the files are (safe tags only); unreadable text stays a string."""
+    from amldist.spec.yamlio import YamlError, load_yaml
+
+    if text.strip() == "":
+        return ""
+    try:
+        return load_yaml(text).data
+    except YamlError:
+        return text
+
+
+def parse_path(path: str) -> list:
+    """``'a.b[0]["c.d"]'`` -> ``['a', 'b', 0, 'c.d']``; a bare number segment stays a string
+    and is used as an index only where the container is a list."""
+    parts: list = []
+    pos = 0
+    while pos < len(path):
+        if path[pos] == "." and parts:
+            pos += 1
+        match = _SEGMENT.match(path, pos)
+        if not match or match.end() == pos:
+            raise UserError(f"--set path {path!r} is malformed at character {pos + 1}",
+                            hint="use dots between keys and [N] for list items, e.g. a.b[0].c")
+        index, _, quoted, bare = match.groups()
+        parts.append(int(index) if index is not None else (quoted if quoted is not None else bare))
+        pos = match.end()
+    if not parts:
+        raise UserError("--set needs a path before '='")
+    return parts
+
+
+def set_path(data: dict, path: str, value) -> None:
+    """Set (or, for ``None``, remove) the field at ``path`` in ``data``, in place."""
+    parts = parse_path(path)
+    node = data
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        where = _show(parts[:depth]) or "the document"
+        if isinstance(node, list):
+            index = _as_index(part, path, where)
+            if index > len(node) or (index == len(node) and not last):
+                raise UserError(f"--set {path}: {where} has {len(node)} item(s), no index {index}")
+            if last:
+                if value is None:
+                    if index < len(node):
+                        del node[index]
+                elif index == len(node):
+                    node.append(value)
+                else:
+                    node[index] = value
+                return
+            node = node[index]
+        elif isinstance(node, dict):
+            key = str(part)
+            if last:
+                if value is None:
+                    node.pop(key, None)
+                else:
+                    node[key] = value
+                return
+            if not isinstance(node.get(key), (dict, list)):
+                if key in node and node[key] is not None:
+                    raise UserError(f"--set {path}: {_show(parts[:depth + 1])} is a {type(node[key]).__name__}, "
+                                    "not a mapping", hint=f"set {_show(parts[:depth + 1])} itself instead")
+                node[key] = {}
+            node = node[key]
+        else:  # pragma: no cover - guarded by the branch above
+            raise UserError(f"--set {path}: {where} is not a mapping")
+
+
+def apply_sets(data: dict, assignments: list[str]) -> dict:
+    """A deep copy of ``data`` with every ``--set PATH=VALUE`` applied in order."""
+    data = copy.deepcopy(data)
+    for text in assignments or ():
+        path, raw = split_assignment(text, "--set")
+        set_path(data, path, parse_value(raw))
+    return data
+
+
+def parse_inputs(assignments: list[str]) -> dict:
+    """``--input NAME=VALUE``... -> ``{name: value}`` (values read as YAML, in order; last wins)."""
+    values: dict = {}
+    for text in assignments or ():
+        name, raw = split_assignment(text, "--input")
+        values[name] = parse_value(raw)
+    return values
+
+
+def apply_inputs(data: dict, values: dict, *, cwd: str | None = None, file: str = "the job") -> dict:
+    """A copy of a job mapping with ``values`` set as its inputs (see the module docstring)."""
+    if not values:
+        return data
+    data = copy.deepcopy(data)
+    inputs = data.get("inputs")
+    if inputs is None:
+        inputs = data["inputs"] = {}
+    if not isinstance(inputs, dict):
+        raise UserError(f"{file}: 'inputs' is not a mapping, so --input cannot set it")
+    for name, value in values.items():
+        if name not in inputs:
+            close = difflib.get_close_matches(name, list(inputs), n=1)
+            raise UserError(
+                f"--input {name}: {file} declares no input named {name!r}"
+                + (f" (did you mean {close[0]!r}?)" if close else ""),
+                hint="declared inputs: " + (", ".join(inputs) or "none"),
+            )
+        current = inputs[name]
+        if is_path_input(current):
+            updated = dict(current) if isinstance(current, dict) else {"type": "uri_folder"}
+            updated["path"] = cli_path(value, cwd)
+            inputs[name] = updated
+        else:  # a literal, plain or typed ({type: integer, default: 1}): a plain value is valid in a job
+            inputs[name] = value
+    return data
+
+
+def is_path_input(value) -> bool:
+    """True for inputs that point at data rather than hold a literal value."""
+    if isinstance(value, dict):
+        return "path" in value or str(value.get("type", "")).lower() in PATH_INPUT_TYPES
+    return False
+
+
+def cli_path(value, cwd: str | None = None) -> str:
+    """A path typed on the command line: URIs as written, local paths absolute against ``cwd``."""
+    text = str(value)
+    if _URI.match(text) and not re.match(r"^[A-Za-z]:[\\/]", text):  # keep C:\ paths local
+        return text
+    return os.path.normpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(text)))
+
+
+def _as_index(part, path: str, where: str) -> int:
+    if isinstance(part, int):
+        return part
+    if isinstance(part, str) and part.isdigit():
+        return int(part)
+    raise UserError(f"--set {path}: {where} is a list; use an index like [0], not {part!r}")
+
+
+def _show(parts) -> str:
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif "." in str(part):
+            text += f'["{part}"]'
+        else:
+            text += ("." if text else "") + str(part)
+    return text
