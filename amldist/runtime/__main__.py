@@ -1,0 +1,56 @@
+"""``python -m amldist.runtime --print`` and ``python -m amldist.runtime [--debug] -- CMD ARGS...``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from . import _diagnostics
+from ._detect import detect
+from ._env import DistEnvError
+from ._init import child_env
+
+USAGE = """\
+usage: python -m amldist.runtime --print
+       python -m amldist.runtime [--debug] -- CMD [ARGS...]
+
+  --print   print the detected launcher and ranks as one JSON object
+  --debug   print GPU/NCCL diagnostics on rank 0 (as AMLDIST_DEBUG=1 does)
+  -- CMD    run CMD with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR
+            and MASTER_PORT set from the launcher's variables, so a script that calls
+            init_process_group() with env:// runs under mpirun, Slurm or TF_CONFIG too
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[argv.index("--") + 1:] if "--" in argv else None
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    if "-h" in options or "--help" in options:
+        print(USAGE, end="")
+        return 0
+    unknown = [option for option in options if option not in ("--print", "--debug")]
+    if unknown or command == [] or (command is None and "--print" not in options):
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    try:
+        env = detect()
+    except DistEnvError as err:
+        # A user's environment, not a bug here: one line, no traceback.
+        print(f"amldist.runtime: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    _diagnostics.report(env, os.environ, flag=True if "--debug" in options else None)
+    if "--print" in options:
+        print(json.dumps(env.as_dict()), flush=True)
+    if command is None:
+        return 0
+    try:
+        os.execvpe(command[0], command, child_env(env, os.environ))
+    except OSError as err:
+        print(f"amldist.runtime: error: cannot run {command[0]!r}: {err.strerror}", file=sys.stderr)
+        return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main())

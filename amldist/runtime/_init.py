@@ -1,0 +1,115 @@
+"""init_distributed(): export the detected variables and form torch's process group.
+
+torch is imported inside the functions that need it, so ``import amldist.runtime`` and
+``--print`` work in containers without it. The choices (backend, device, keyword arguments) are
+small pure functions so they can be checked without a GPU.
+"""
+
+from __future__ import annotations
+
+import datetime
+import inspect
+import os
+import sys
+from typing import Collection, MutableMapping
+
+from . import _diagnostics
+from ._detect import detect
+from ._env import DistEnv, DistEnvError
+from .torch_env import TorchElastic
+
+# With this set, torch's env:// rendezvous makes every rank a client of a store that torchrun's
+# agent is supposed to host; in a world torchrun did not start, nobody hosts it and ranks hang.
+AGENT_STORE_VAR = "TORCHELASTIC_USE_AGENT_STORE"
+
+_current: DistEnv | None = None
+
+
+def export_env(env: DistEnv, environ: MutableMapping[str, str]) -> None:
+    """Write ``env.to_env()`` into ``environ``. NCCL_* and UCX_* are never touched: they are the
+    user's or the image's tuning and NCCL's own defaults are sound."""
+    environ.update(env.to_env())
+    if env.launcher != TorchElastic.name:
+        environ.pop(AGENT_STORE_VAR, None)
+
+
+def child_env(env: DistEnv, environ: MutableMapping[str, str]) -> dict[str, str]:
+    """A copy of ``environ`` with the mapped variables, for a process started under them."""
+    copy = dict(environ)
+    export_env(env, copy)
+    return copy
+
+
+def choose_backend(requested: str, cuda_available: bool) -> str:
+    """"auto" is nccl when CUDA is there and gloo otherwise; anything else is the caller's choice."""
+    if requested == "auto":
+        return "nccl" if cuda_available else "gloo"
+    return requested
+
+
+def cuda_device_index(local_rank: int, device_count: int) -> int:
+    """The GPU this process drives. Setting it from the local rank avoids NCCL's "Duplicate GPU
+    detected", where every rank would otherwise default to GPU 0."""
+    if local_rank < device_count:
+        return local_rank
+    if device_count == 1:
+        return 0  # one GPU per process (e.g. Slurm --gpus-per-task=1): each sees only its own
+    raise DistEnvError(
+        f"local rank {local_rank} has no GPU: only {device_count} visible "
+        f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}); start at most "
+        f"{device_count} processes per node"
+    )
+
+
+def init_kwargs(parameters: Collection[str], backend: str, timeout, device) -> dict:
+    """Keyword arguments for ``init_process_group``, limited to what its signature accepts.
+
+    ``device_id`` (torch >= 2.3) makes NCCL connect at init, so a bad setup fails there and not
+    at the first collective.
+    """
+    kwargs: dict = {"backend": backend, "init_method": "env://"}
+    if timeout is not None:
+        kwargs["timeout"] = timeout if isinstance(timeout, datetime.timedelta) else datetime.timedelta(seconds=timeout)
+    if device is not None and "nccl" in backend and "device_id" in parameters:
+        kwargs["device_id"] = device
+    return kwargs
+
+
+def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None = None) -> DistEnv:
+    """Detect the launcher, export RANK & co., pick the device and form the default process group.
+
+    ``timeout`` is a ``datetime.timedelta`` or seconds; None keeps torch's default. ``debug``
+    forces the rank-0 diagnostics on or off (default: the AMLDIST_DEBUG variable). A second call
+    returns the same DistEnv without forming the group again.
+    """
+    global _current
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        # Formed by an earlier call, or by the script itself: report, never form it twice.
+        _current = _current or detect()
+        return _current
+    env = detect()
+    export_env(env, os.environ)
+    name = choose_backend(backend, torch.cuda.is_available())
+    device = None
+    if torch.cuda.is_available():
+        index = cuda_device_index(env.local_rank, torch.cuda.device_count())
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
+    # Before init, so the diagnostics are there to read when the rendezvous hangs.
+    _diagnostics.report(env, os.environ, flag=debug)
+    parameters = inspect.signature(dist.init_process_group).parameters
+    dist.init_process_group(**init_kwargs(parameters, name, timeout, device))
+    _current = env
+    return env
+
+
+def destroy() -> None:
+    """Tear the default process group down (if any), so init_distributed() may form a new one."""
+    global _current
+    _current = None
+    dist = sys.modules.get("torch.distributed")  # never import torch just to find nothing to do
+    if dist is not None and dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,109 @@
+"""Launchers that already speak torch's env:// language: torchrun (and torch.distributed.launch,
+which is torchrun underneath) and plain RANK/WORLD_SIZE variables as Azure ML's PyTorch
+distribution, Kubeflow or a user sets them."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ._env import DEFAULT_PORT, DistEnv, EnvReader, DistEnvError
+
+
+class TorchElastic:
+    """torchrun: it spawned this process itself and says so with TORCHELASTIC_RUN_ID."""
+
+    name = "torchrun"
+
+    @staticmethod
+    def detect(environ: Mapping[str, str]) -> bool:
+        return EnvReader(environ).has("TORCHELASTIC_RUN_ID")
+
+    @staticmethod
+    def read(r: EnvReader) -> DistEnv:
+        why = " (torchrun sets it; is TORCHELASTIC_RUN_ID left over from another job?)"
+        rank = r.require_int("rank", "RANK", context=why)
+        world_size = r.require_int("world_size", "WORLD_SIZE", minimum=1, context=why)
+        local_rank = r.require_int("local_rank", "LOCAL_RANK", context=why)
+        local_world_size = r.require_int("local_world_size", "LOCAL_WORLD_SIZE", minimum=1, context=why)
+        # GROUP_* are torchrun's names for the node (agent) rank and count.
+        node_rank = r.int("node_rank", "GROUP_RANK")
+        num_nodes = r.int("num_nodes", "GROUP_WORLD_SIZE", minimum=1)
+        if node_rank is None:
+            node_rank = r.derived("node_rank", rank // local_world_size, "RANK // LOCAL_WORLD_SIZE")
+        if num_nodes is None:
+            num_nodes = r.derived("num_nodes", _ceil_div(world_size, local_world_size), "WORLD_SIZE / LOCAL_WORLD_SIZE")
+        return r.build(
+            TorchElastic.name, rank=rank, local_rank=local_rank, world_size=world_size,
+            local_world_size=local_world_size, node_rank=node_rank, num_nodes=num_nodes,
+            master_addr=r.master_addr(None, missing_hint=why), master_port=r.master_port(DEFAULT_PORT),
+        )
+
+
+class PytorchEnv:
+    """RANK and WORLD_SIZE set by a per-process launcher (Azure ML ``distribution: pytorch``).
+
+    Azure ML sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and NODE_RANK per node and RANK and
+    LOCAL_RANK per process, but no LOCAL_WORLD_SIZE, so that one is worked out (see
+    ``_local_world_size``).
+    """
+
+    name = "pytorch"
+
+    @staticmethod
+    def detect(environ: Mapping[str, str]) -> bool:
+        r = EnvReader(environ)
+        return r.has("RANK") and r.has("WORLD_SIZE")
+
+    @staticmethod
+    def read(r: EnvReader) -> DistEnv:
+        rank = r.require_int("rank", "RANK")
+        world_size = r.require_int("world_size", "WORLD_SIZE", minimum=1)
+        local_rank = r.int("local_rank", "LOCAL_RANK")
+        node_rank = r.int("node_rank", "NODE_RANK")
+        local_world_size = _local_world_size(r, rank, local_rank, world_size, node_rank)
+        if local_rank is None:
+            local_rank = r.derived("local_rank", rank % local_world_size, "RANK % local world size")
+        if node_rank is None:
+            node_rank = r.derived("node_rank", rank // local_world_size, "RANK // local world size")
+        num_nodes = r.derived("num_nodes", _ceil_div(world_size, local_world_size), "WORLD_SIZE / local world size")
+        # A world spread over several nodes cannot guess where rank 0 listens; torch would
+        # refuse too, so say it first and by name.
+        default_addr = "127.0.0.1" if world_size == 1 else None
+        return r.build(
+            PytorchEnv.name, rank=rank, local_rank=local_rank, world_size=world_size,
+            local_world_size=local_world_size, node_rank=node_rank, num_nodes=num_nodes,
+            master_addr=r.master_addr(default_addr, missing_hint=f" when WORLD_SIZE={world_size} is more than 1"),
+            master_port=r.master_port(DEFAULT_PORT),
+        )
+
+
+def _local_world_size(r: EnvReader, rank: int, local_rank: int | None, world_size: int, node_rank: int | None) -> int:
+    """Processes per node, from the most to the least direct evidence:
+
+    1. LOCAL_WORLD_SIZE, when a launcher set it;
+    2. WORLD_SIZE / AZUREML_NODE_COUNT (Azure ML containers carry the node count);
+    3. on a node after the first, (RANK - LOCAL_RANK) / NODE_RANK, exact for the even layout
+       Azure ML and torchrun use;
+    4. otherwise one node is assumed (rank 0's node cannot tell); set LOCAL_WORLD_SIZE to be exact.
+    """
+    size = r.int("local_world_size", "LOCAL_WORLD_SIZE", minimum=1)
+    if size is not None:
+        return size
+    nodes = r.int("num_nodes", "AZUREML_NODE_COUNT", minimum=1)
+    if nodes:
+        if world_size % nodes:
+            raise DistEnvError(f"WORLD_SIZE={world_size} is not a multiple of AZUREML_NODE_COUNT={nodes}")
+        return r.derived("local_world_size", world_size // nodes, "WORLD_SIZE / AZUREML_NODE_COUNT")
+    if node_rank and local_rank is not None:
+        before, leftover = divmod(rank - local_rank, node_rank)
+        if leftover or before < 1:
+            raise DistEnvError(
+                f"RANK={rank}, LOCAL_RANK={local_rank} and NODE_RANK={node_rank} do not describe an even "
+                "layout of processes over nodes; set LOCAL_WORLD_SIZE"
+            )
+        return r.derived("local_world_size", before, "(RANK - LOCAL_RANK) / NODE_RANK")
+    return r.derived("local_world_size", world_size, "WORLD_SIZE (one node assumed; set LOCAL_WORLD_SIZE)")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)

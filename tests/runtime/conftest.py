@@ -1,0 +1,136 @@
+"""Fixtures for the runtime tests: environments scrubbed of launcher variables, and real
+multi-process worlds that are always waited on with a deadline and killed on failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parent / "runtime_worker.py"
+
+# Whatever the machine running the tests carries (a CI job under Slurm, a shell with RANK set)
+# must not leak into the worlds the tests build.
+_LAUNCHER_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "MV2_", "MPI_LOCAL", "SLURM_", "TORCHELASTIC_", "AZ_BATCH",
+                      "GROUP_", "ROLE_")
+_LAUNCHER_VARS = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
+                  "MASTER_PORT", "MASTER_IP", "TF_CONFIG", "AZUREML_NODE_COUNT", "AMLDIST_DEBUG"}
+
+
+def _is_launcher_var(name: str) -> bool:
+    return name in _LAUNCHER_VARS or name.startswith(_LAUNCHER_PREFIXES)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@pytest.fixture
+def free_port():
+    """A function returning a TCP port nobody listens on right now."""
+    return _free_port
+
+
+@pytest.fixture
+def port_is_free():
+    return _port_is_free
+
+
+@pytest.fixture
+def clean_os_environ(monkeypatch):
+    """os.environ without launcher variables, restored after the test."""
+    for name in list(os.environ):
+        if _is_launcher_var(name):
+            monkeypatch.delenv(name)
+    return os.environ
+
+
+@pytest.fixture(autouse=True)
+def _fresh_runtime_state():
+    """init_distributed() and the diagnostics remember things per process; tests start afresh."""
+    from amldist.runtime import _diagnostics, _init
+
+    _init._current, _diagnostics._reported = None, False
+    yield
+    _init._current, _diagnostics._reported = None, False
+
+
+@pytest.fixture
+def base_env():
+    """Environment for child processes: no launcher variables, amldist importable, one thread each
+    (2 cores shared by up to 4 ranks), gloo kept on loopback."""
+    env = {name: value for name, value in os.environ.items() if not _is_launcher_var(name)}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", PYTHONUNBUFFERED="1")
+    return env
+
+
+class World:
+    """Child processes started together; ``wait`` collects every RESULT line or fails with output."""
+
+    def __init__(self):
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd or ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def wait(self, timeout: float = 60) -> list[dict]:
+        """Every ``RESULT {json}`` line printed by any process, after all exited with 0."""
+        outputs, deadline = [], time.monotonic() + timeout
+        for proc in self.procs:
+            try:
+                out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.kill()
+                pytest.fail(f"{proc.args} did not finish within {timeout} s")
+            outputs.append((proc, out, err))
+        failed = [(p.args, p.returncode, err[-3000:]) for p, _, err in outputs if p.returncode != 0]
+        assert not failed, f"processes failed: {failed}"
+        return [json.loads(line[len("RESULT "):]) for _, out, _ in outputs for line in out.splitlines()
+                if line.startswith("RESULT ")]
+
+    def kill(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # the launcher and the ranks it started
+                except ProcessLookupError:
+                    pass
+                proc.wait(timeout=10)
+
+
+@pytest.fixture
+def world():
+    w = World()
+    yield w
+    w.kill()
+
+
+def worker_argv(mode: str) -> list[str]:
+    return [sys.executable, str(WORKER), mode]
+
+
+@pytest.fixture
+def worker():
+    return worker_argv
