@@ -1,0 +1,132 @@
+"""The validation entry points: text, file, data, spec object.
+
+A file goes: bytes -> UTF-8 text -> safe YAML with positions -> kind -> schema
+check (compiled once per process) -> rules. Every problem becomes a Diagnostic;
+nothing here raises for a bad file. Choices where the issue is silent:
+- an empty file, or a mapping that is no spec amldist knows, is an error when
+  the file was named explicitly and a ``note`` when it was found in a folder or
+  by a glob;
+- YAML trouble (syntax, duplicate keys, unsafe tags, alias bombs, several
+  documents) is always an error, wherever the file was found;
+- a UTF-8 byte-order mark is accepted.
+"""
+
+from __future__ import annotations
+
+import os
+
+from amldist.diagnostics import ERROR, NOTE, Diagnostic
+from amldist.spec.kinds import DISTRIBUTED_COMPONENT, PIPELINE_JOB, detect_kind
+from amldist.spec.yamlio import YamlError, load_yaml
+from amldist.validate import registry, rules
+from amldist.validate.context import Context
+from amldist.validate.report import Reporter
+
+KINDS = tuple(registry.SCHEMA_FILES)
+
+
+def _diag(file, severity, code, message, hint=None, line=1, col=1) -> list[Diagnostic]:
+    return [Diagnostic(file, line, col, severity, code, message, hint)]
+
+
+def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, base_dir=None) -> list[Diagnostic]:
+    """Diagnostics for one YAML document given as text."""
+    try:
+        doc = load_yaml(text)
+    except YamlError as exc:
+        return _diag(file, ERROR, exc.code, exc.message, exc.hint, exc.line, exc.col)
+    except RecursionError:
+        return _diag(file, ERROR, "yaml-too-deep", "the document is nested too deeply to read", line=0, col=0)
+    skipped = NOTE if not explicit else ERROR
+    if doc.data is None:
+        return _diag(file, skipped, "empty-file", "the file is empty" if not text.strip() else
+                     "the file holds no YAML value (only comments or null)")
+    kind = detect_kind(doc.data)
+    if kind is None:
+        return _diag(file, skipped, "not-a-spec",
+                     "not a spec amldist knows (a command job, command component, pipeline job or "
+                     "DistributedComponent)" + ("; skipped" if not explicit else ""),
+                     "set 'type:' (command, pipeline or DistributedComponent) or '$schema:'")
+    return validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text)
+
+
+def read_text(path: str):
+    """(text, None) or (None, Diagnostic) for a file that cannot be read as UTF-8."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        return None, Diagnostic(path, 0, 0, ERROR, "unreadable", f"cannot read the file: {exc.strerror or exc}")
+    try:
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, Diagnostic(path, line, col, ERROR, "not-utf8",
+                                f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                                "save it as UTF-8")
+
+
+def validate_file(path, *, explicit: bool = True) -> list[Diagnostic]:
+    path = os.fspath(path)
+    text, problem = read_text(path)
+    if problem is not None:
+        return [problem]
+    return validate_text(text, path, explicit=explicit, base_dir=os.path.dirname(os.path.abspath(path)))
+
+
+def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=None, text=None) -> list[Diagnostic]:
+    """Diagnostics for a loaded document (positions are 0:0 without a YamlDocument)."""
+    kind = kind or detect_kind(data)
+    if kind is None:
+        return _diag(file, ERROR, "not-a-spec", "not a spec amldist knows", line=0 if doc is None else 1,
+                     col=0 if doc is None else 1)
+    if kind not in registry.SCHEMA_FILES:
+        raise ValueError(f"unknown spec kind {kind!r}; expected one of {', '.join(KINDS)}")
+    ctx = Context(file, doc, base_dir, text)
+    if rules.has_non_string_keys(data):
+        data = rules.string_keys(ctx, data)
+    shipped = registry.shipped()
+    reporter = Reporter(shipped, file, doc)
+    reporter.add_errors(registry.check_for(kind)(data))
+    ctx.out.extend(reporter.out)
+    if isinstance(data, dict):
+        _rules(ctx, kind, data)
+    return _sorted_unique(ctx.out)
+
+
+def _rules(ctx, kind: str, data: dict) -> None:
+    inputs, outputs = rules.declared(data.get("inputs")), rules.declared(data.get("outputs"))
+    if kind == DISTRIBUTED_COMPONENT:
+        launcher = data.get("launcher")
+        if isinstance(launcher, dict):
+            rules.check_command(ctx, ("launcher", "additional_arguments"), launcher.get("additional_arguments"),
+                                inputs, outputs, legacy=True)
+    elif kind == PIPELINE_JOB:
+        from amldist.validate.pipeline import check_pipeline
+
+        check_pipeline(ctx, data)
+    else:
+        rules.check_command(ctx, ("command",), data.get("command"), inputs, outputs)
+        rules.check_sizes(ctx, data.get("distribution"), data.get("resources"),
+                          dist_path=("distribution",), res_path=("resources",))
+    rules.check_code(ctx, data)
+    rules.check_environment(ctx, data)
+
+
+def validate_spec(spec) -> list[Diagnostic]:
+    """Diagnostics for a model object (``amldist.spec``); positions are 0:0."""
+    name = getattr(spec, "name", None) or type(spec).__name__
+    return validate_data(spec.to_dict(), f"<{name}>", kind=getattr(spec, "kind", None))
+
+
+def _sorted_unique(diagnostics):
+    seen = set()
+    out = []
+    for d in diagnostics:
+        key = (d.line, d.col, d.severity, d.code, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    out.sort(key=lambda d: (d.line, d.col))
+    return out

@@ -1,0 +1,65 @@
+"""Which files ``amldist validate PATH...`` looks at.
+
+- a file: validated, and "explicit" (not being a spec is an error);
+- a folder: every ``*.yml``/``*.yaml`` below it, recursively, in sorted order,
+  skipping hidden folders (``.git``, ``.venv``, ...) and ``node_modules``; such
+  files are not explicit (a non-spec is skipped with a note);
+- a pattern with ``*``, ``?`` or ``[`` that names no existing path: expanded here
+  (``**`` included) for shells that do not; matches count as found, not explicit,
+  and a pattern matching nothing is a usage error, like a path that does not exist.
+Each file is validated once even when several arguments reach it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from amldist.errors import UserError
+
+SUFFIXES = (".yml", ".yaml")
+_SKIP_DIRS = {"node_modules", "__pycache__"}
+
+
+def _walk(folder: str):
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        found.extend(os.path.join(root, f) for f in sorted(files) if f.lower().endswith(SUFFIXES))
+    return found
+
+
+def expand(paths) -> list[tuple[str, bool]]:
+    """(path, explicit) for every file to validate; UserError (exit 2) for a path that is not there."""
+    if not paths:
+        raise UserError("no paths given", hint="amldist validate FILE_OR_FOLDER...")
+    out: list[tuple[str, bool]] = []
+    seen: set = set()
+
+    def add(path, explicit):
+        key = os.path.normcase(os.path.abspath(path))
+        if key not in seen:
+            seen.add(key)
+            out.append((path, explicit))
+
+    for raw in paths:
+        path = os.fspath(raw)
+        if os.path.isdir(path):
+            for found in _walk(path):
+                add(found, False)
+        elif os.path.exists(path):
+            add(path, True)
+        elif any(ch in path for ch in "*?["):
+            import glob
+
+            matches = sorted(glob.glob(path, recursive=True))
+            if not matches:
+                raise UserError(f"no file matches {path}", hint="check the pattern; quote it so the shell leaves it alone")
+            for match in matches:
+                if os.path.isdir(match):
+                    for found in _walk(match):
+                        add(found, False)
+                elif match.lower().endswith(SUFFIXES):
+                    add(match, False)
+        else:
+            raise UserError(f"{path} does not exist", hint="pass YAML files or folders that contain them")
+    return out

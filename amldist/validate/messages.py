@@ -1,0 +1,162 @@
+"""Words for schema errors: what was expected, what was found, and did-you-mean.
+
+Kept apart from the evaluator so the evaluator stays a plain engine and the
+wording can be tuned without touching semantics.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TYPE_WORDS = {
+    "null": "null",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+}
+
+CODES = {
+    "type": "wrong-type",
+    "enum": "invalid-value",
+    "const": "invalid-value",
+    "pattern": "invalid-format",
+    "minimum": "out-of-range",
+    "maximum": "out-of-range",
+    "exclusiveMinimum": "out-of-range",
+    "exclusiveMaximum": "out-of-range",
+    "minLength": "invalid-length",
+    "maxLength": "invalid-length",
+    "minItems": "invalid-length",
+    "maxItems": "invalid-length",
+    "required": "missing-key",
+    "additionalProperties": "unknown-key",
+    "x-amldist-unknown-keys": "unknown-key",
+    "propertyNames": "invalid-key",
+    "items": "not-allowed",
+    "not": "not-allowed",
+    "false": "not-allowed",
+    "anyOf": "no-match",
+    "oneOf": "no-match",
+}
+
+
+def show(value, limit: int = 60) -> str:
+    """A short YAML-flavoured rendering of a found value."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        text = value if len(value) <= limit else value[: limit - 3] + "..."
+        return repr(text)
+    if isinstance(value, (bytes, bytearray)):
+        return "binary data"
+    return repr(value)
+
+
+def type_words(names) -> str:
+    names = [names] if isinstance(names, str) else list(names)
+    words = [_TYPE_WORDS.get(n, n) for n in names]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def choices(values) -> str:
+    return ", ".join(show(v) if not isinstance(v, str) else v for v in values)
+
+
+def describe(error) -> str:
+    """The message of a SchemaError, without the field name (the reporter adds it)."""
+    kw, value, found = error.keyword, error.value, error.instance
+    if kw == "type":
+        return f"expected {type_words(value)}, got {show(found)}"
+    if kw == "enum":
+        return f"{show(found)} is not one of: {choices(value)}"
+    if kw == "const":
+        return f"expected {show(value)}, got {show(found)}"
+    if kw == "pattern":
+        return f"{show(found)} does not have the expected form (pattern {value})"
+    if kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[kw]
+        return f"must be {op} {value}, got {show(found)}"
+    if kw == "minLength":
+        return "must not be empty" if value == 1 else f"must have at least {value} characters"
+    if kw == "maxLength":
+        return f"must have at most {value} characters, got {len(found)}"
+    if kw == "minItems":
+        return "must not be an empty list" if value == 1 else f"must have at least {value} items, got {len(found)}"
+    if kw == "maxItems":
+        return f"must have at most {value} items, got {len(found)}"
+    if kw == "required":
+        return f"missing required key {error.params['missing']!r}"
+    if kw in ("additionalProperties", "x-amldist-unknown-keys"):
+        keys = error.params.get("unexpected", [])
+        return "unknown key " + ", ".join(repr(k) for k in keys)
+    if kw == "propertyNames":
+        return f"key {error.params.get('property_name')!r} is not allowed"
+    if kw == "oneOf" and error.params.get("matched"):
+        return "matches more than one of the allowed forms; make it unambiguous"
+    if kw in ("anyOf", "oneOf"):
+        return "does not match any of the allowed forms"
+    if kw == "items":
+        return "must be an empty list"
+    return "is not allowed here"
+
+
+def suggest(word, candidates) -> str | None:
+    """The closest candidate to ``word``: same letters in another case, a typo, or a shared stem."""
+    if not isinstance(word, str) or not word:
+        return None
+    candidates = [c for c in candidates if isinstance(c, str) and c]
+    if not candidates:
+        return None
+    lowered = {c.lower(): c for c in candidates}
+    if word.lower() in lowered and lowered[word.lower()] != word:
+        return lowered[word.lower()]
+    import difflib
+
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    if close:
+        return lowered[close[0]]
+    tokens = [t for t in re.split(r"[^a-z0-9]+", word.lower()) if len(t) >= 4]
+    for token in tokens:
+        for low, original in lowered.items():
+            if token in low or (len(low) >= 4 and low in token):
+                return original
+    return None
+
+
+_CASELESS_WORD = re.compile(r"^\^?((?:\[[a-zA-Z]{2}\]|[0-9_.\-])+)\$?$")
+
+
+def words_of(schema) -> list:
+    """The literal words a small schema accepts: const, enum, or a caseless ``^[pP][yY]...$`` pattern."""
+    if not isinstance(schema, dict):
+        return []
+    if "const" in schema:
+        return [schema["const"]]
+    if "enum" in schema:
+        return list(schema["enum"])
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        words = []
+        for alternative in _split_alternatives(pattern):
+            match = _CASELESS_WORD.match(alternative)
+            if match:
+                words.append(re.sub(r"\[([a-zA-Z])[a-zA-Z]\]", lambda m: m.group(1).lower(), match.group(1)))
+        return words
+    return []
+
+
+def _split_alternatives(pattern: str) -> list[str]:
+    """``^(a|b)$`` or ``^a$|^b$`` -> [a, b] (only for simple alternations)."""
+    inner = pattern
+    if inner.startswith("^(") and inner.endswith(")$") and inner.count("(") == 1:
+        return ["^" + part + "$" for part in inner[2:-2].split("|")]
+    return inner.split("|")

@@ -1,0 +1,181 @@
+"""Rules for pipeline jobs: bindings, component references, and per-node checks.
+
+- ``${{parent.inputs.x}}`` / ``${{parent.outputs.z}}`` must name the pipeline's
+  own inputs/outputs (``undeclared-input`` / ``undeclared-output``);
+  ``${{parent.jobs.<node>.outputs.y}}`` must name a node (``unknown-job``) and,
+  when that node's outputs are known (inline, or from a component file), one of
+  them (``undeclared-output``). Bindings are looked for in every string of a node.
+- ``component: ./x.yml`` (a local file that exists) is loaded once per process;
+  a node input or output the component does not declare is an error
+  (``unknown-input`` / ``unknown-output``); a missing file is a warning
+  (``missing-component``), one that cannot be read is an error (``invalid-component``).
+- Size rules use the node's ``distribution``/``resources`` over the component's
+  (a node's distribution of another ``type`` replaces the component's). A
+  pipeline has no job-level instance type, so there is no pipeline default to add.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from amldist.diagnostics import ERROR, WARNING
+from amldist.validate import rules
+from amldist.validate.messages import suggest
+
+_PARENT = re.compile(r"\$\{\{\s*parent\.([^{}]*?)\s*\}\}")
+_components: dict = {}  # (absolute path, mtime) -> component mapping or an error text
+
+
+def load_component(path: str):
+    """The component mapping at ``path`` or a str saying why it cannot be used."""
+    try:
+        key = (path, os.stat(path).st_mtime_ns)
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror}"
+    if key not in _components:
+        from amldist.spec.yamlio import YamlError, load_yaml
+
+        try:
+            with open(path, encoding="utf-8-sig") as fh:
+                data = load_yaml(fh.read()).data
+            result = data if isinstance(data, dict) else "it is not a mapping"
+        except (OSError, UnicodeDecodeError) as exc:
+            result = f"cannot read it: {exc}"
+        except YamlError as exc:
+            result = f"line {exc.line}: {exc.message}"
+        except RecursionError:
+            result = "it is nested too deeply"
+        _components[key] = result
+    return _components[key]
+
+
+def _strings(value, path):
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, path + (index,))
+
+
+def check_pipeline(ctx, data: dict) -> None:
+    inputs = rules.declared(data.get("inputs"))
+    outputs = rules.declared(data.get("outputs"))
+    jobs = rules.declared(data.get("jobs"))
+    node_outputs: dict = {}
+    components: dict = {}
+    for name, node in jobs.items():
+        if not isinstance(node, dict):
+            continue
+        component = _component_of(ctx, node, ("jobs", name))
+        components[name] = component
+        known = set(rules.declared(node.get("outputs")))
+        if isinstance(component, dict):
+            known |= set(rules.declared(component.get("outputs")))
+            node_outputs[name] = known
+        elif component is None and "component" not in node:
+            node_outputs[name] = known  # inline node: its outputs are all there is
+    for name, node in jobs.items():
+        if isinstance(node, dict):
+            check_node(ctx, name, node, components.get(name), inputs, outputs, jobs, node_outputs)
+
+
+def _component_of(ctx, node: dict, path):
+    """The node's component mapping, None when unknown (remote or absent), after reporting trouble."""
+    ref = node.get("component")
+    if isinstance(ref, dict):
+        return ref
+    local = rules._local(ctx, ref)
+    if local is None:
+        return None
+    if not os.path.exists(local):
+        ctx.emit(path + ("component",), WARNING, "missing-component",
+                 f"{'.'.join(map(str, path))}.component: {ref!r} does not exist (relative to the pipeline's folder)",
+                 "fix the path; its inputs cannot be checked")
+        return None
+    found = load_component(local)
+    if isinstance(found, str):
+        ctx.emit(path + ("component",), ERROR, "invalid-component",
+                 f"{'.'.join(map(str, path))}.component: {ref!r} cannot be used: {found}",
+                 "run amldist validate on that file")
+        return None
+    return found
+
+
+def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs) -> None:
+    path = ("jobs", name)
+    for value_path, text in _strings(node, path):
+        if "${{" in text:
+            for match in _PARENT.finditer(text):
+                parts = tuple(p.strip() for p in match.group(1).split("."))
+                check_binding(ctx, value_path, match.group(0), parts, inputs, outputs, jobs, node_outputs)
+    node_inputs = rules.declared(node.get("inputs"))
+    node_outs = rules.declared(node.get("outputs"))
+    if isinstance(component, dict):
+        comp_inputs = rules.declared(component.get("inputs"))
+        comp_outputs = rules.declared(component.get("outputs"))
+        for kind, given, declared in (("input", node_inputs, comp_inputs), ("output", node_outs, comp_outputs)):
+            for key in given:
+                if key not in declared:
+                    guess = suggest(str(key), list(declared))
+                    ctx.emit(path + (kind + "s", key), ERROR, f"unknown-{kind}",
+                             f"jobs.{name}.{kind}s.{key}: the component declares no {kind} {key!r}",
+                             f"did you mean {guess!r}?" if guess else
+                             (f"its {kind}s: {', '.join(map(str, declared))}" if declared else f"it has no {kind}s"))
+        if isinstance(node.get("component"), dict):
+            rules.check_command(ctx, path + ("component", "command"), component.get("command"), comp_inputs,
+                                comp_outputs)
+    if "command" in node:
+        rules.check_command(ctx, path + ("command",), node.get("command"), node_inputs, node_outs)
+    rules.check_code(ctx, node, path)
+    rules.check_environment(ctx, node, path)
+    _node_sizes(ctx, node, component, path)
+
+
+def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outputs) -> None:
+    """One ``${{parent.<parts>}}`` binding (``text`` as written) found at ``value_path``."""
+    position = ctx.locate(value_path, text)
+    if len(parts) >= 2 and parts[0] in ("inputs", "outputs"):
+        names = inputs if parts[0] == "inputs" else outputs
+        if parts[1] not in names:
+            guess = suggest(parts[1], list(names))
+            ctx.emit(value_path, ERROR, f"undeclared-{parts[0][:-1]}",
+                     f"{'.'.join(map(str, value_path))} binds {text} but the pipeline declares no "
+                     f"{parts[0][:-1]} {parts[1]!r}",
+                     f"did you mean {guess!r}?" if guess else f"declare {parts[1]!r} under the pipeline's {parts[0]}:",
+                     position=position)
+    elif len(parts) >= 2 and parts[0] == "jobs":
+        node = parts[1]
+        if node not in jobs:
+            guess = suggest(node, list(jobs))
+            ctx.emit(value_path, ERROR, "unknown-job",
+                     f"{'.'.join(map(str, value_path))} binds {text} but the pipeline has no job {node!r}",
+                     f"did you mean {guess!r}?" if guess else None, position=position)
+        elif len(parts) >= 4 and parts[2] == "outputs" and node in node_outputs and parts[3] not in node_outputs[node]:
+            known = node_outputs[node]
+            guess = suggest(parts[3], list(known))
+            ctx.emit(value_path, ERROR, "undeclared-output",
+                     f"{'.'.join(map(str, value_path))} binds {text} but job {node!r} has no output {parts[3]!r}",
+                     f"did you mean {guess!r}?" if guess else None, position=position)
+
+
+def _node_sizes(ctx, node, component, path) -> None:
+    comp = component if isinstance(component, dict) else {}
+    comp_dist, node_dist = rules.declared(comp.get("distribution")), rules.declared(node.get("distribution"))
+    comp_res, node_res = rules.declared(comp.get("resources")), rules.declared(node.get("resources"))
+    if node_dist and str(node_dist.get("type", "")).lower() != str(comp_dist.get("type", "")).lower():
+        comp_dist = {}
+    distribution = {**comp_dist, **node_dist}
+    resources = {**comp_res, **node_res}
+    origin = {}
+    for key in ("process_count_per_instance",):
+        if key not in node_dist and key in comp_dist:
+            origin[key] = path + ("component",)
+    for key in ("instance_count", "instance_type"):
+        if key not in node_res and key in comp_res:
+            origin[key] = path + ("component",)
+    rules.check_sizes(ctx, distribution, resources, dist_path=path + ("distribution",),
+                      res_path=path + ("resources",), origin=origin)

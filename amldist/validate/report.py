@@ -1,0 +1,185 @@
+"""Schema errors -> Diagnostics with a position, a field name, a code and a hint.
+
+Choices made here:
+- ``anyOf``/``oneOf``: when the instance is a mapping with ``type`` and the
+  branches constrain ``type`` (the distribution union), only the errors of the
+  branch whose ``type`` matches are shown; when no branch's ``type`` matches, one
+  error on ``type`` lists the allowed words with a did-you-mean. Otherwise the
+  branches of the wrong YAML type are dropped and the branch with the fewest
+  errors is shown (one "expected a string or a mapping" when none is left).
+- unknown keys: one diagnostic per key, at the key, with a did-you-mean over the
+  mapping's ``properties``.
+- hints: the failing subschema's ``x-amldist-hint`` (an anyOf/oneOf's own hint
+  goes with the errors about the union itself, not with every error inside the
+  branch shown), plus a did-you-mean where one is close.
+"""
+
+from __future__ import annotations
+
+from amldist.diagnostics import ERROR, WARNING, Diagnostic
+from amldist.validate.evaluator import HINT, UNKNOWN_KEYS, is_valid
+from amldist.validate.messages import CODES, choices, describe, show, suggest, type_words, words_of
+
+
+def field_name(path) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + str(part)
+    return text
+
+
+class Reporter:
+    def __init__(self, registry, file: str, doc=None):
+        self.registry = registry
+        self.file = file
+        self.doc = doc
+        self.out: list[Diagnostic] = []
+
+    # -- entry point --
+    def add_errors(self, errors, base_path=(), hint=None) -> None:
+        for error in errors:
+            self.add(error, base_path + error.path, hint)
+
+    def add(self, error, path, inherited_hint=None) -> None:
+        hint = (error.schema.get(HINT) if isinstance(error.schema, dict) else None) or inherited_hint
+        kw = error.keyword
+        if kw in ("anyOf", "oneOf") and error.context is not None:
+            self.add_union(error, path, hint)
+        elif kw in ("additionalProperties", UNKNOWN_KEYS):
+            known = list(error.schema.get("properties", {}))
+            severity = WARNING if kw == UNKNOWN_KEYS else ERROR
+            where = field_name(path) or "the document"
+            for key in error.params.get("unexpected", []):
+                guess = suggest(str(key), known)
+                text = f"unknown key {key!r} in {where}"
+                if severity == WARNING:
+                    text += " (azure-ai-ml drops it)"
+                tip = f"did you mean {guess!r}?" if guess else (hint or _allowed(known))
+                if severity == WARNING and not guess:
+                    tip = _allowed(known)
+                self.emit(path + (key,), severity, "unknown-key", text, tip)
+        elif kw == "required":
+            missing = error.params["missing"]
+            where = field_name(path)
+            text = f"missing required key {missing!r}" + (f" in {where}" if where else "")
+            self.emit(path + (missing,), ERROR, "missing-key", text, hint, at=path)
+        elif kw == "propertyNames":
+            name = error.params.get("property_name")
+            self.emit(path + (name,), ERROR, "invalid-key", f"key {name!r} is not allowed here", hint)
+        elif kw in ("not", "false") and error.value in ({}, True, False) and path and isinstance(path[-1], str):
+            self.emit(path, ERROR, "unknown-key", "is not allowed here", hint)  # a key closed with `not: {}`
+        else:
+            tip, code, text = hint, CODES.get(kw, "invalid-value"), describe(error)
+            if kw in ("enum", "const", "pattern"):
+                allowed = words_of(error.schema)
+                guess = suggest(error.instance, [str(w) for w in allowed])
+                if guess:
+                    tip = _join(hint, f"did you mean {guess!r}?")
+                if kw == "pattern" and allowed:  # a caseless word list written as a pattern
+                    code, text = "invalid-value", f"{show(error.instance)} is not one of: {choices(allowed)}"
+            self.emit(path, ERROR, code, text, tip)
+
+    def add_union(self, error, path, hint) -> None:
+        branches = error.value
+        context = error.context
+        instance = error.instance
+        base = error.params.get("base", "")
+        if isinstance(instance, dict) and "type" in instance:
+            picked = self.pick_by_discriminator(branches, base, instance["type"])
+            if picked is not None:
+                index, words, type_hint = picked
+                if index is not None:
+                    self.add_errors(context[index], path)
+                    return
+                guess = suggest(instance["type"], [str(w) for w in words])
+                tip = _join(type_hint or hint, f"did you mean {guess!r}?" if guess else None)
+                self.emit(path + ("type",), ERROR, "invalid-value",
+                          f"{show(instance['type'])} is not one of: {choices(words)}", tip)
+                return
+        candidates = [i for i, errs in enumerate(context) if not _root_type_error(errs)]
+        if not candidates:
+            expected = []
+            for errs in context:
+                for e in errs:
+                    if e.keyword == "type" and not e.path:
+                        names = [e.value] if isinstance(e.value, str) else e.value
+                        expected.extend(n for n in names if n not in expected)
+            self.emit(path, ERROR, "wrong-type", f"expected {type_words(expected)}, got {show(instance)}", hint)
+            return
+        if all(_only_root_value_errors(context[i]) for i in candidates):
+            words = [w for i in candidates for e in context[i] for w in words_of(e.schema)]
+            if words:
+                guess = suggest(instance, [str(w) for w in words])
+                tip = _join(f"did you mean {guess!r}?" if guess else None, hint)
+                self.emit(path, ERROR, "invalid-value", f"{show(instance)} is not one of: {choices(words)}", tip)
+                return
+        best = min(candidates, key=lambda i: (sum(e.severity == ERROR for e in context[i]), i))
+        self.add_errors(context[best], path)
+
+    def pick_by_discriminator(self, branches, base, value):
+        """(branch index or None, allowed words, hint) when the branches constrain ``type``; else None."""
+        found_any = False
+        words: list = []
+        type_hint = None
+        for index, branch in enumerate(branches):
+            type_schema, type_base = self._type_schema(branch, base, depth=0)
+            if type_schema is None:
+                continue
+            found_any = True
+            type_hint = type_hint or (type_schema.get(HINT) if isinstance(type_schema, dict) else None)
+            words.extend(w for w in words_of(type_schema) if w not in words)
+            check = self.registry.compiler.compile(type_schema, type_base)
+            if is_valid(check(value)):
+                return index, words, type_hint
+        return (None, words, type_hint) if found_any else None
+
+    def _type_schema(self, schema, base, depth):
+        if depth > 20 or not isinstance(schema, dict):
+            return None, base
+        props = schema.get("properties")
+        if isinstance(props, dict) and "type" in props:
+            return props["type"], base
+        if isinstance(schema.get("$ref"), str):
+            target, target_base = self.registry.resolve(base, schema["$ref"])
+            found = self._type_schema(target, target_base, depth + 1)
+            if found[0] is not None:
+                return found
+        for sub in schema.get("allOf", ()):
+            found = self._type_schema(sub, base, depth + 1)
+            if found[0] is not None:
+                return found
+        return None, base
+
+    # -- output --
+    def emit(self, path, severity, code, text, hint=None, at=None) -> None:
+        line, col = self.doc.where(at if at is not None else path) if self.doc is not None else (0, 0)
+        name = field_name(path)
+        if not name or text.startswith(("unknown key", "missing required", "key ")):
+            message = text
+        elif text.startswith("is "):
+            message = f"{name} {text}"
+        else:
+            message = f"{name}: {text}"
+        self.out.append(Diagnostic(self.file, line, col, severity, code, message, hint, name or None))
+
+
+def _root_type_error(errors) -> bool:
+    return any(e.keyword == "type" and not e.path for e in errors)
+
+
+def _only_root_value_errors(errors) -> bool:
+    return bool(errors) and all(not e.path and e.keyword in ("const", "enum", "pattern") for e in errors)
+
+
+def _allowed(known) -> str | None:
+    if not known or len(known) > 12:
+        return None
+    return "allowed keys: " + ", ".join(known)
+
+
+def _join(*parts) -> str | None:
+    parts = [p for p in parts if p]
+    return "; ".join(parts) if parts else None

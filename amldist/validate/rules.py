@@ -1,0 +1,210 @@
+"""Rules a JSON Schema cannot express, each with its own code.
+
+- ``undeclared-input`` / ``undeclared-output``: a placeholder names an input or
+  output the spec does not declare;
+- ``optional-input-outside-group``: an ``optional: true`` input used outside
+  ``$[[ ... ]]`` (v2) or ``[ ... ]`` (legacy): the command would break when the
+  input is not given. Commands are parsed by ``amldist.placeholders`` (shared
+  with convert); its syntax errors (``unbalanced-bracket``, ``malformed-placeholder``,
+  ``mixed-syntax``) are reported with its codes;
+- ``too-many-processes``: ``process_count_per_instance`` above the GPUs of
+  ``resources.instance_type``. Only for GPU sizes the catalog knows the GPU
+  count of: an unknown size, a guess without a GPU count, or a CPU size (MPI
+  with many ranks per CPU node is normal) is skipped;
+- ``no-infiniband`` (warning): more than one node of a GPU size without
+  InfiniBand in a distributed job (NCCL falls back to TCP between nodes); only
+  for sizes in the catalog (a name guess cannot tell InfiniBand reliably);
+- ``missing-code`` / ``missing-environment-file`` (warnings): a local ``code:``
+  folder, ``file:`` environment, ``conda_file`` or ``build.path`` that does not
+  exist relative to the spec's folder (remote and ``azureml:`` references are
+  not checked; nor is anything when the spec has no folder, e.g. a dict).
+"""
+
+from __future__ import annotations
+
+import os
+
+from amldist.diagnostics import ERROR, WARNING
+from amldist.validate.messages import suggest
+
+_GPU_DISTRIBUTIONS = ("pytorch", "mpi")
+
+
+def declared(section) -> dict:
+    return section if isinstance(section, dict) else {}
+
+
+def optional_names(inputs: dict) -> set:
+    return {name for name, spec in inputs.items() if isinstance(spec, dict) and spec.get("optional") is True}
+
+
+def check_command(ctx, path, command, inputs: dict, outputs: dict, *, legacy: bool = False) -> None:
+    """Placeholders and optional groups of one command (parsed by ``amldist.placeholders``)."""
+    if isinstance(command, list):  # some legacy specs write the arguments as a list
+        command = " ".join(str(part) for part in command)
+    if not isinstance(command, str) or "{" not in command:
+        return
+    from amldist import placeholders as ph
+
+    try:
+        refs = ph.references(command, ph.LEGACY if legacy else ph.V2)
+    except ph.PlaceholderSyntaxError as exc:
+        needle = command[exc.offset: exc.offset + 3].strip() or None
+        ctx.emit(path, ERROR, exc.code, f"{_dotted(path)}: {exc.reason}", exc.hint,
+                 position=ctx.locate(path, needle) if needle else None)
+        return
+    optional = optional_names(inputs)
+    group = "[ ... ]" if legacy else "$[[ ... ]]"
+    seen = set()
+    for ref in refs:
+        if (ref.source, ref.name) in seen:
+            continue
+        seen.add((ref.source, ref.name))
+        names = inputs if ref.source == "inputs" else outputs
+        text = command[ref.start: ref.end]
+        position = ctx.locate(path, text)
+        if ref.name not in names:
+            guess = suggest(ref.name, list(names))
+            hint = f"did you mean {guess!r}?" if guess else f"declare {ref.name!r} under {ref.source}:"
+            ctx.emit(path, ERROR, f"undeclared-{ref.source[:-1]}",
+                     f"{_dotted(path)} uses {text} but {ref.source} declares no {ref.name!r}", hint,
+                     position=position)
+        elif ref.source == "inputs" and ref.name in optional and not ref.in_group:
+            example = f"[--{ref.name} {text}]" if legacy else f"$[[--{ref.name} {text}]]"
+            ctx.emit(path, ERROR, "optional-input-outside-group",
+                     f"{_dotted(path)} uses optional input {ref.name!r} outside an optional group {group}",
+                     f"wrap the argument, e.g. {example}, or make the input required", position=position)
+
+
+def _dotted(path) -> str:
+    return ".".join(str(p) for p in path)
+
+
+# ---- VM sizes ----
+
+def _catalog():
+    try:
+        from amldist import skus
+    except ImportError:  # the catalog is optional for validation
+        return None
+    return skus
+
+
+def _count(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=None) -> None:
+    """Size rules for one job, component or node; ``origin`` maps a key to where it came from."""
+    if not isinstance(resources, dict):
+        return
+    instance_type = resources.get("instance_type")
+    if not isinstance(instance_type, str) or not instance_type:
+        return
+    skus = _catalog()
+    if skus is None:
+        return
+    size = skus.lookup(instance_type)
+    if size is None:
+        return
+    dist = distribution if isinstance(distribution, dict) else {}
+    dist_type = dist.get("type")
+    dist_type = dist_type.lower() if isinstance(dist_type, str) else None
+    where = origin or {}
+    processes = _count(dist.get("process_count_per_instance"))
+    if dist_type in _GPU_DISTRIBUTIONS and processes and size.gpus and processes > size.gpus:
+        key_path = where.get("process_count_per_instance", dist_path + ("process_count_per_instance",))
+        ctx.emit(key_path, ERROR, "too-many-processes",
+                 f"{_dotted(dist_path)}.process_count_per_instance is {processes} but {size.name} has "
+                 f"{size.gpus} GPU{'s' if size.gpus != 1 else ''}",
+                 f"use at most {size.gpus} (one process per GPU) or a larger size",
+                 field_path=dist_path + ("process_count_per_instance",))
+    nodes = _count(resources.get("instance_count"))
+    if dist_type and nodes and nodes > 1 and not size.infiniband and size.gpus and not size.guess:
+        key_path = where.get("instance_count", res_path + ("instance_count",))
+        ctx.emit(key_path, WARNING, "no-infiniband",
+                 f"{_dotted(res_path)}.instance_count is {nodes} but {size.name} has no InfiniBand: "
+                 "NCCL traffic between nodes goes over TCP",
+                 "for multi-node training pick an InfiniBand size (an 'r' size such as Standard_ND96asr_v4)"
+                 " or train on one node", field_path=res_path + ("instance_count",))
+
+
+# ---- local files ----
+
+def _is_remote(ref: str) -> bool:
+    lowered = ref.strip().lower()
+    return "://" in lowered or lowered.startswith(("azureml:", "git+", "git@", "http:", "https:"))
+
+
+def _local(ctx, ref):
+    if ctx.base_dir is None or not isinstance(ref, str) or not ref.strip() or _is_remote(ref):
+        return None
+    ref = ref.strip()
+    if ref.startswith("file:"):
+        ref = ref[5:]
+    return os.path.normpath(os.path.join(ctx.base_dir, os.path.expanduser(ref)))
+
+
+def check_code(ctx, spec: dict, path=()) -> None:
+    code = spec.get("code")
+    local = _local(ctx, code)
+    if local is not None and not os.path.exists(local):
+        ctx.emit(path + ("code",), WARNING, "missing-code",
+                 f"{_dotted(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)",
+                 "fix the path; the folder is uploaded as the job's snapshot")
+
+
+_ENV_FILE_KEYS = ("conda_file", "conda_dependencies_file", "pip_requirements_file")
+
+
+def check_environment(ctx, spec: dict, path=()) -> None:
+    env = spec.get("environment")
+    env_path = path + ("environment",)
+    refs = []
+    if isinstance(env, str) and env.strip().startswith("file:"):
+        refs.append((env_path, env))
+    elif isinstance(env, dict):
+        for holder, holder_path in ((env, env_path), (env.get("conda"), env_path + ("conda",))):
+            if isinstance(holder, dict):
+                refs.extend((holder_path + (k,), holder[k]) for k in _ENV_FILE_KEYS if isinstance(holder.get(k), str))
+        build = env.get("build")
+        if isinstance(build, dict) and isinstance(build.get("path"), str):
+            refs.append((env_path + ("build", "path"), build["path"]))
+        docker = env.get("docker")
+        dockerfile = docker.get("build", {}).get("dockerfile") if isinstance(docker, dict) and isinstance(
+            docker.get("build"), dict) else None
+        if isinstance(dockerfile, str) and dockerfile.startswith("file:"):
+            refs.append((env_path + ("docker", "build", "dockerfile"), dockerfile))
+    for ref_path, ref in refs:
+        local = _local(ctx, ref)
+        if local is not None and not os.path.exists(local):
+            ctx.emit(ref_path, WARNING, "missing-environment-file",
+                     f"{_dotted(ref_path)}: {ref!r} does not exist (relative to the spec's folder)",
+                     "fix the path or use a registered environment (azureml:NAME:VERSION)")
+
+
+# ---- keys ----
+
+def string_keys(ctx, data, path=()):
+    """``data`` with every mapping key a string; non-string keys (``1:``, ``yes:``) are errors."""
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            if not isinstance(key, str):
+                ctx.emit(path + (key,), ERROR, "non-string-key",
+                         f"key {key!r} in {_dotted(path) or 'the document'} is not a string",
+                         f"quote it: '{key}'" if not isinstance(key, bool) else "quote it (YAML reads yes/no/on/off as booleans)")
+                key = str(key).lower() if isinstance(key, bool) else str(key)
+            out[key] = string_keys(ctx, value, path + (key,))
+        return out
+    if isinstance(data, list):
+        return [string_keys(ctx, item, path + (i,)) for i, item in enumerate(data)]
+    return data
+
+
+def has_non_string_keys(data) -> bool:
+    if isinstance(data, dict):
+        return any(not isinstance(k, str) or has_non_string_keys(v) for k, v in data.items())
+    if isinstance(data, list):
+        return any(has_non_string_keys(v) for v in data)
+    return False
