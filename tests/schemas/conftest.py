@@ -1,0 +1,12 @@
+"""Fixtures of the schema tests (helpers live in support.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.schemas.support import load_schemas
+
+
+@pytest.fixture(scope="session")
+def schemas() -> dict[str, dict]:
+    return load_schemas()
