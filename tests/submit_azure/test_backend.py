@@ -1,0 +1,264 @@
+"""AzureMLBackend through the real MLClient, up to the HTTP boundary (tests/submit_azure/fake_azure.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import textwrap
+
+import pytest
+
+import amldist.backends.azureml as azureml
+from amldist.backends import Prepared, SubmitOptions
+from amldist.backends.azureml_snapshot import RUNTIME_DIR
+from amldist.errors import UserError
+from amldist.spec import load
+from tests.submit_azure.fake_azure import TENANT
+
+JOB = """\
+$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+type: command
+code: src
+command: python -m amldist.runtime -- python train.py --epochs ${{inputs.epochs}}
+inputs:
+  epochs: 3
+environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest
+compute: azureml:gpu-cluster
+distribution:
+  type: pytorch
+  process_count_per_instance: 4
+resources:
+  instance_count: 2
+  instance_type: Standard_NC24rs_v3
+  shm_size: 16g
+environment_variables:
+  NCCL_DEBUG: INFO
+  HF_TOKEN: hf_realtokenvalue
+limits:
+  timeout: 3600
+"""
+
+
+def make_project(root, job_text=JOB):
+    src = root / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "train.py").write_text("from amldist.runtime import init_distributed\ninit_distributed()\n")
+    (src / "lib" / "data.py").write_text("ROWS = 10\n")
+    (src / "weights.ckpt").write_bytes(b"\0" * 64)
+    (src / ".amlignore").write_text("*.ckpt\n")
+    (root / "job.yml").write_text(job_text)
+    return Prepared(job=load(str(root / "job.yml")), source=str(root / "job.yml"), base_dir=str(root))
+
+
+def snapshot_tree(folder) -> dict:
+    out = {}
+    for dirpath, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            out[os.path.relpath(path, folder)] = open(path, "rb").read()
+    return out
+
+
+WS = dict(workspace="ws", resource_group="rg", subscription="00000000-0000-0000-0000-000000000000")
+
+
+def backend():
+    return azureml.AzureMLBackend()  # the fake_azure fixture wires the credential and transport in
+
+
+def test_submit_sends_the_job_and_the_code_snapshot(fake_azure, tmp_path, capsys, monkeypatch):
+    project = tmp_path / "project"
+    prepared = make_project(project)
+    user_files_before = snapshot_tree(project)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+    code = backend().submit(prepared, SubmitOptions(**WS))
+
+    out, err = capsys.readouterr()
+    assert code == 0
+    (put,) = fake_azure.job_puts()
+    name = put.path.rsplit("/", 1)[1]
+    props = put.json()["properties"]
+    assert props["jobType"] == "Command"
+    assert props["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 4}
+    assert props["resources"]["instanceCount"] == 2
+    assert props["resources"]["instanceType"] == "Standard_NC24rs_v3"
+    assert props["resources"]["shmSize"] == "16g"
+    assert props["command"] == "python -m amldist.runtime -- python train.py --epochs ${{inputs.epochs}}"
+    assert props["inputs"]["epochs"]["value"] == "3"
+    # The service gets the real values; only printing masks them.
+    assert props["environmentVariables"] == {"NCCL_DEBUG": "INFO", "HF_TOKEN": "hf_realtokenvalue"}
+    assert props["limits"]["timeout"] == "PT1H"
+    assert props["computeId"] == f"{fake_azure.ws_path}/computes/gpu-cluster"
+    (code_key,) = fake_azure.codes
+    assert props["codeId"] == f"{fake_azure.ws_path}/codes/{code_key[0]}/versions/{code_key[1]}"
+    # The code was uploaded and registered before the job was created.
+    code_put = fake_azure.find("PUT", r"/codes/[^/]+/versions/[^/]+$")[0]
+    assert fake_azure.requests.index(code_put) < fake_azure.requests.index(put)
+
+    uploaded = fake_azure.uploaded_code()
+    with open(os.path.join(RUNTIME_DIR, "__init__.py"), "rb") as fh:
+        assert uploaded["amldist/runtime/__init__.py"] == fh.read()
+    assert "amldist/runtime/__main__.py" in uploaded and "amldist/__init__.py" in uploaded
+    assert uploaded["train.py"] == (project / "src" / "train.py").read_bytes()
+    assert uploaded["lib/data.py"] == b"ROWS = 10\n"
+    assert "weights.ckpt" not in uploaded  # .amlignore honoured
+    assert not any("__pycache__" in path for path in uploaded)
+
+    assert out.splitlines()[0] == f"job: {name}"
+    studio = out.splitlines()[1]
+    assert studio.startswith(f"studio: https://ml.azure.com/runs/{name}?wsid={fake_azure.ws_path}")
+    assert studio.endswith(f"&tid={TENANT}")  # azure-ai-ml added the tenant from our token
+    assert "hf_realtokenvalue" not in out + err
+    assert "experimental class" not in err
+    assert snapshot_tree(project) == user_files_before  # nothing added to the user's folder
+    assert os.listdir(temp) == []  # and the snapshot is gone
+
+
+def test_name_option_names_the_job(fake_azure, tmp_path, capsys):
+    prepared = make_project(tmp_path)
+    assert backend().submit(prepared, SubmitOptions(name="my-run-7", **WS)) == 0
+    (put,) = fake_azure.job_puts()
+    assert put.path.endswith("/jobs/my-run-7")
+    assert capsys.readouterr().out.startswith("job: my-run-7\n")
+    assert prepared.job.name is None  # the prepared job itself is not changed
+
+
+def test_job_without_code_uploads_nothing(fake_azure, tmp_path, capsys):
+    text = JOB.replace("code: src\n", "").replace(
+        "python -m amldist.runtime -- python train.py --epochs ${{inputs.epochs}}", "nvidia-smi")
+    assert backend().submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
+    (put,) = fake_azure.job_puts()
+    assert "codeId" not in put.json()["properties"]
+    assert fake_azure.blobs == {} and fake_azure.codes == {}
+    assert [r.method for r in fake_azure.requests] == ["PUT"]
+
+
+def test_job_without_code_that_runs_the_runtime_gets_it_uploaded(fake_azure, tmp_path, capsys):
+    text = JOB.replace("code: src\n", "")
+    assert backend().submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
+    uploaded = fake_azure.uploaded_code()
+    assert sorted(p for p in uploaded if not p.startswith("amldist/runtime/")) == ["amldist/__init__.py"]
+    assert "amldist/runtime/__init__.py" in uploaded
+    (put,) = fake_azure.job_puts()
+    assert put.json()["properties"]["codeId"].startswith(f"{fake_azure.ws_path}/codes/")
+
+
+def test_inline_environment_is_registered_then_referenced(fake_azure, tmp_path, capsys):
+    text = JOB.replace("environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest\n",
+                       "environment:\n  image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04\n")
+    assert backend().submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
+    (env_put,) = fake_azure.find("PUT", r"/environments/[^/]+/versions/[^/]+$")
+    assert env_put.json()["properties"]["image"] == "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04"
+    (put,) = fake_azure.job_puts()
+    assert put.json()["properties"]["environmentId"] == env_put.path
+
+
+def test_stream_follows_the_logs_until_the_job_completes(fake_azure, tmp_path, capsys):
+    fake_azure.run_log = "rank 0: step 10 loss 0.25\n"
+    assert backend().submit(make_project(tmp_path), SubmitOptions(stream=True, **WS)) == 0
+    out = capsys.readouterr().out
+    assert "rank 0: step 10 loss 0.25" in out
+    assert "Execution Summary" in out
+    assert len(fake_azure.find("GET", r"/runs/[^/]+/details$")) >= 2  # polled until Completed
+
+
+def test_stream_of_a_failing_job_exits_1_with_the_service_error(fake_azure, tmp_path, capsys):
+    fake_azure.run_statuses = ("Running", "Failed")
+    with pytest.raises(UserError) as caught:
+        backend().submit(make_project(tmp_path), SubmitOptions(stream=True, **WS))
+    assert caught.value.exit_code == 1
+    assert "rank 1 exited with code 3" in caught.value.message
+    assert "ml.azure.com/runs/" in caught.value.hint
+
+
+def test_no_token_is_exit_2_with_sign_in_hint(fake_azure, tmp_path, monkeypatch):
+    from azure.core.exceptions import ClientAuthenticationError
+
+    class NoToken:
+        def get_token(self, *scopes, **kwargs):
+            raise ClientAuthenticationError("DefaultAzureCredential failed to retrieve a token.\nAttempted: ...")
+
+        get_token_info = get_token
+
+    real_class = azureml.AzureMLBackend.func  # the fixture's partial wraps the real class
+    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(
+        credential=NoToken(), client_kwargs={"transport": fake_azure}))
+    with pytest.raises(UserError) as caught:
+        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+    assert caught.value.exit_code == 2
+    assert "DefaultAzureCredential failed to retrieve a token." in caught.value.message
+    assert "az login" in caught.value.hint
+    assert fake_azure.requests == []
+
+
+def test_service_refusal_is_one_line_with_status_and_message(fake_azure, tmp_path, monkeypatch):
+    original = fake_azure._arm
+
+    def refuse_jobs(rec):
+        if rec.method == "PUT" and "/jobs/" in rec.path:
+            return 400, {"error": {"code": "UserError", "message": "Compute gpu-cluster not found.\nMore text"}}, None
+        return original(rec)
+
+    monkeypatch.setattr(fake_azure, "_arm", refuse_jobs)
+    with pytest.raises(UserError) as caught:
+        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+    assert caught.value.exit_code == 1
+    assert caught.value.message == "Azure ML refused the request (400 UserError): Compute gpu-cluster not found."
+
+
+def test_no_workspace_is_exit_2_and_sends_nothing(fake_azure, tmp_path):
+    with pytest.raises(UserError) as caught:
+        backend().submit(make_project(tmp_path), SubmitOptions())
+    assert caught.value.exit_code == 2
+    assert "--local" in caught.value.hint and "--workspace" in caught.value.hint
+    assert fake_azure.requests == [] and fake_azure.credential.calls == 0
+
+
+def test_workspace_from_config_json_in_the_current_folder(fake_azure, tmp_path, capsys):
+    (tmp_path / "work" / ".azureml").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "work" / ".azureml" / "config.json").write_text(json.dumps(
+        {"subscription_id": fake_azure.subscription, "resource_group": "rg", "workspace_name": "ws"}))
+    os.chdir(tmp_path / "work")
+    assert backend().submit(make_project(tmp_path / "p"), SubmitOptions()) == 0
+    assert len(fake_azure.job_puts()) == 1
+
+
+def test_dry_run_prints_the_rest_body_with_secrets_masked_and_sends_nothing(fake_azure, tmp_path):
+    text = backend().dry_run(make_project(tmp_path), SubmitOptions(name="dry-1"))
+    body = json.loads(text)
+    props = body["properties"]
+    assert props["environmentVariables"] == {"NCCL_DEBUG": "INFO", "HF_TOKEN": "***"}
+    assert props["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 4}
+    assert props["resources"]["instanceCount"] == 2
+    assert props["command"].startswith("python -m amldist.runtime -- python train.py")
+    assert "hf_realtokenvalue" not in text
+    assert fake_azure.requests == [] and fake_azure.credential.calls == 0
+
+
+def test_the_put_body_matches_the_dry_run_body(fake_azure, tmp_path, capsys):
+    """What --dry-run shows is what is sent, apart from the ids resolved in the workspace."""
+    prepared = make_project(tmp_path)
+    dry = json.loads(backend().dry_run(prepared, SubmitOptions(name="same")))["properties"]
+    backend().submit(prepared, SubmitOptions(name="same", **WS))
+    sent = fake_azure.job_puts()[0].json()["properties"]
+    resolved = {"codeId", "computeId", "environmentId", "environmentVariables"}
+    assert {k: v for k, v in dry.items() if k not in resolved} == \
+        {k: v for k, v in sent.items() if k not in resolved}
+
+
+def test_importing_the_backend_does_not_import_azure():
+    import subprocess
+    import sys
+
+    probe = textwrap.dedent("""
+        import sys
+        import amldist.backends.azureml, amldist.backends.azureml_workspace, amldist.backends.azureml_snapshot
+        print(sorted(m for m in sys.modules if m.startswith("azure")))
+    """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
