@@ -1,0 +1,405 @@
+"""Legacy ``DistributedComponent`` -> ML v2 command component, and a component -> a command job.
+
+Mapping (``convert_legacy``), with the choices the issue left open:
+
+- ``launcher.type`` torch.distributed -> ``distribution.type: pytorch``, mpi -> ``mpi``;
+  ``launcher.additional_arguments`` -> ``command`` with ``{inputs.x}`` -> ``${{inputs.x}}`` and
+  ``[ ... ]`` -> ``$[[ ... ]]`` (``amldist.placeholders``).
+- Input types (case-insensitive): path, AnyDirectory and any other ``*Directory`` -> uri_folder;
+  AnyFile and any other ``*File`` -> uri_file; a list -> uri_folder unless every entry is a file type;
+  String -> string, Integer/int -> integer, Float/double -> number, Boolean -> boolean, Enum -> string
+  with ``enum`` (values as strings). optional, default, min, max, enum and description are kept; other
+  port keys (is_resource, datastore_mode, ...) have no v2 meaning and are dropped with a warning.
+- Name: v2 component names must match ``^[a-z][a-z0-9_]*$`` (azure-ai-ml's check), legacy names may
+  hold dots and capitals, so the name is lower-cased and every other character becomes ``_``; the
+  legacy name is kept as ``display_name`` when there was none.
+- ``code``: absent means the spec's folder in the legacy SDK, so it becomes ``code: .``.
+- Environment: ``name`` (+ ``version``) -> ``azureml:<name>:<version>`` or ``azureml:<name>@latest``
+  (a registered or curated environment; it wins over docker/conda, as in the legacy service);
+  ``docker.image`` -> inline ``image``; ``docker.build.dockerfile: file:<path>`` -> ``build:`` with the
+  Dockerfile's folder as context (inline Dockerfile text cannot be expressed in v2: an error);
+  ``conda.conda_dependencies`` -> inline ``conda_file`` mapping; ``conda.conda_dependencies_file`` ->
+  ``conda_file`` path; ``conda.pip_requirements_file`` -> an inline conda mapping listing the
+  requirements (what azure-ai-ml builds from it, python pinned to its 3.8.5); an image is required
+  in v2, so conda without one gets ``DEFAULT_IMAGE``; no environment at all gets ``DEFAULT_IMAGE``.
+  Legacy file paths are relative to the code folder, v2 ones to the YAML's folder: they are joined.
+- Run settings given as options: instance_count and shm_size, docker_args -> ``resources``,
+  process_count_per_node -> ``distribution.process_count_per_instance``. A component has no
+  ``limits`` in v2, so timeout_seconds is kept as the tag ``amldist.timeout_seconds``, which
+  ``component_to_job`` turns into ``limits.timeout`` (its own ``timeout`` argument wins).
+- ``<spec>.additional_includes`` next to the legacy file -> ``additional_includes:`` (local paths only).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import warnings
+
+from amldist import placeholders
+from amldist.errors import UserError
+from amldist.legacy_builder import (
+    ComponentSpecError,
+    check_with_validator,
+    command_problems,
+    normalize_launcher,
+    v2_port_type,
+    validator,
+)
+from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
+
+V2_COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
+DEFAULT_IMAGE = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04:latest"
+TIMEOUT_TAG = "amldist.timeout_seconds"
+LEGACY_PIP_PYTHON = "python=3.8.5"  # azure-ai-ml's InternalEnvironment.DEFAULT_PYTHON_VERSION
+DISTRIBUTION_OF_LAUNCHER = {"torch.distributed": "pytorch", "mpi": "mpi"}
+
+_KEPT_INPUT_KEYS = ("type", "description", "optional", "default", "min", "max", "enum")
+
+
+class ConversionWarning(UserWarning):
+    """Something of the legacy spec that has no v2 equivalent and was left out."""
+
+
+class ConversionError(UserError):
+    """The legacy file does not validate; ``diagnostics`` holds the validator's findings."""
+
+    def __init__(self, message: str, diagnostics=(), hint: str | None = None):
+        super().__init__(message, hint=hint, exit_code=1)
+        self.diagnostics = list(diagnostics)
+
+
+def v2_name(legacy_name: str) -> str:
+    """``microsoft.com.Sample-X`` -> ``microsoft_com_sample_x`` (v2 names: lower-case, digits and _)."""
+    name = re.sub(r"[^a-z0-9_]", "_", legacy_name.lower())
+    if not name[:1].isalpha():
+        name = "c_" + name
+    return name[:255]
+
+
+def _port(name: str, port: dict, what: str) -> dict:
+    v2 = {"type": v2_port_type(port.get("type"), enum=port.get("enum"), where=f"{what}s.{name}")}
+    for key in _KEPT_INPUT_KEYS[1:] if what == "input" else ("description",):
+        if key in port:
+            v2[key] = port[key]
+    if "enum" in v2:
+        v2["enum"] = [str(v) for v in v2["enum"]]
+        if v2.get("default") is not None:
+            v2["default"] = str(v2["default"])
+    dropped = sorted(set(port) - set(_KEPT_INPUT_KEYS if what == "input" else ("type", "description")))
+    if dropped:
+        warnings.warn(f"{what}s.{name}: dropped {', '.join(dropped)} (no v2 equivalent)", ConversionWarning, 3)
+    return v2
+
+
+def _join(code: str, path: str) -> str:
+    """A legacy path (relative to the code folder) as a path relative to the spec's folder."""
+    if posixpath.isabs(path) or ":" in code or posixpath.isabs(code):
+        return path
+    return posixpath.normpath(posixpath.join(code, path))
+
+
+def _environment(env, code: str, base_dir: str):
+    if env is None:
+        warnings.warn(f"no environment given: using {DEFAULT_IMAGE}", ConversionWarning, 3)
+        return {"image": DEFAULT_IMAGE}
+    if not isinstance(env, dict):
+        raise ComponentSpecError("invalid-environment", f"environment must be a mapping, got {env!r}")
+    if env.get("name"):
+        if env.get("docker") or env.get("conda"):
+            warnings.warn("environment: 'name' given, so docker and conda are ignored", ConversionWarning, 3)
+        version = env.get("version")
+        return f"azureml:{env['name']}:{version}" if version else f"azureml:{env['name']}@latest"
+    docker, conda = env.get("docker") or {}, env.get("conda") or {}
+    out: dict = {}
+    dockerfile = (docker.get("build") or {}).get("dockerfile")
+    if dockerfile:
+        if not dockerfile.startswith("file:"):
+            raise ComponentSpecError(
+                "inexpressible", "environment.docker.build.dockerfile holds Dockerfile text; v2 needs a file",
+                hint="save it as a file next to the spec and write dockerfile: file:Dockerfile",
+            )
+        if conda:
+            raise ComponentSpecError(
+                "inexpressible", "environment has both a Dockerfile build and conda; v2 builds only the Dockerfile",
+                hint="install the conda dependencies in the Dockerfile",
+            )
+        path = _join(code, dockerfile[len("file:"):])
+        out["build"] = {"path": posixpath.dirname(path) or ".", "dockerfile_path": posixpath.basename(path)}
+    else:
+        out["image"] = docker.get("image") or DEFAULT_IMAGE
+    if conda.get("conda_dependencies"):
+        out["conda_file"] = conda["conda_dependencies"]
+    elif conda.get("conda_dependencies_file"):
+        out["conda_file"] = _join(code, conda["conda_dependencies_file"])
+    elif conda.get("pip_requirements_file"):
+        path = os.path.join(base_dir, _join(code, conda["pip_requirements_file"]))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                reqs = [line.strip() for line in fh if line.strip() and not line.lstrip().startswith("#")]
+        except OSError as exc:
+            raise UserError(f"cannot read pip requirements file {path}: {exc.strerror}", exit_code=1) from None
+        out["conda_file"] = {"name": "project_environment", "dependencies": [LEGACY_PIP_PYTHON, {"pip": reqs}]}
+    if str(env.get("os", "")).lower() == "windows":
+        out["os_type"] = "windows"
+    extra = sorted(set(env) - {"name", "version", "docker", "conda", "os"})
+    if extra:
+        warnings.warn(f"environment: dropped {', '.join(extra)} (no v2 equivalent)", ConversionWarning, 3)
+    return out
+
+
+def _additional_includes(path: str | None) -> list | None:
+    if not path:
+        return None
+    includes = os.path.splitext(path)[0] + ".additional_includes"
+    if not os.path.isfile(includes):
+        return None
+    from amldist.spec import load_yaml
+
+    with open(includes, encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        data = load_yaml(text).data
+    except Exception:  # a plain list of lines is not always valid YAML
+        data = None
+    lines = data.get("additional_includes", []) if isinstance(data, dict) else text.splitlines()
+    lines = [x for x in lines if not isinstance(x, str) or x.strip()]
+    local = [x.strip() for x in lines if isinstance(x, str)]
+    if len(local) != len(lines):
+        warnings.warn("additional_includes: artifact entries dropped (local paths only)", ConversionWarning, 3)
+    return local or None
+
+
+def _positive_int(value, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"{what} must be a positive whole number, got {value!r}")
+    return value
+
+
+def load_legacy(spec_or_path) -> tuple[DistributedComponent, str | None]:
+    """The legacy spec and its file path; the validator's errors raise a ConversionError."""
+    path = None
+    if isinstance(spec_or_path, (str, os.PathLike)):
+        path = os.fspath(spec_or_path)
+        validate = validator()
+        if validate is not None:
+            errors = [d for d in validate.validate_file(path) if d.severity == "error"]
+            if errors:
+                raise ConversionError(f"{path} is not a valid legacy spec ({len(errors)} error(s))", errors)
+        spec = load(path)
+    else:
+        spec = spec_or_path
+    if not isinstance(spec, DistributedComponent):
+        kind = getattr(spec, "kind", type(spec).__name__)
+        raise ConversionError(
+            f"{path or 'the spec'} is a {kind}, not a legacy DistributedComponent",
+            hint="amldist convert reads legacy specs (type: DistributedComponent with a launcher)",
+        )
+    return spec, path
+
+
+def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=None, shm_size=None,
+                   docker_args=None, timeout_seconds=None) -> CommandComponent:
+    """The v2 command component equivalent to a legacy DistributedComponent (a spec or a file path).
+
+    Paths in the result are relative to the legacy file's folder. Anything dropped is reported as a
+    ConversionWarning (``warnings``); anything that cannot be expressed raises a UserError.
+    """
+    legacy, path = load_legacy(spec_or_path)
+    base_dir = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    launcher = legacy.launcher
+    if launcher is None or not isinstance(launcher.additional_arguments, str):
+        raise ComponentSpecError("missing-command", "launcher.additional_arguments (the command) is missing")
+    dist_type = DISTRIBUTION_OF_LAUNCHER[normalize_launcher(launcher.type)]
+    problems = command_problems(launcher.additional_arguments, legacy.inputs, legacy.outputs)
+    if problems:
+        code, message, hint = problems[0]
+        raise ComponentSpecError(code, message, hint=hint)
+    if shm_size is not None and not re.fullmatch(r"\d+[bBkKmMgG]", str(shm_size)):
+        raise UserError(f"shm_size must look like 2g or 512m, got {shm_size!r}")
+    timeout = _positive_int(timeout_seconds, "timeout_seconds")
+    code = legacy.code if legacy.code is not None else "."
+    tags = dict(legacy.tags or {})
+    if timeout is not None:
+        tags[TIMEOUT_TAG] = str(timeout)
+    name = v2_name(str(legacy.name))
+    resources = Resources(instance_count=_positive_int(instance_count, "instance_count"),
+                          shm_size=None if shm_size is None else str(shm_size), docker_args=docker_args)
+    component = CommandComponent(
+        schema=V2_COMPONENT_SCHEMA,
+        type="command",
+        name=name,
+        version=None if legacy.version is None else str(legacy.version),
+        display_name=legacy.display_name or (str(legacy.name) if name != legacy.name else None),
+        description=legacy.description,
+        tags=tags or None,
+        is_deterministic=legacy.is_deterministic,
+        code=code,
+        command=placeholders.legacy_to_v2(launcher.additional_arguments.strip()),
+        environment=_environment(legacy.environment, code, base_dir),
+        inputs={k: _port(k, v, "input") for k, v in (legacy.inputs or {}).items()} or None,
+        outputs={k: _port(k, v, "output") for k, v in (legacy.outputs or {}).items()} or None,
+        distribution=Distribution(type=dist_type,
+                                  process_count_per_instance=_positive_int(process_count_per_node,
+                                                                           "process_count_per_node")),
+        resources=resources if resources.to_dict() else None,
+    )
+    includes = _additional_includes(path)
+    if includes:
+        component.extra["additional_includes"] = includes
+    dropped = sorted(set(legacy.extra) | ({"launcher extras"} if launcher.extra else set()))
+    if dropped:
+        warnings.warn(f"dropped {', '.join(dropped)} (no v2 equivalent)", ConversionWarning, 2)
+    check_with_validator(component)
+    return component
+
+
+def rebase_paths(component: CommandComponent, from_dir: str, to_dir: str) -> CommandComponent:
+    """Rewrite the component's relative local paths for a YAML written in ``to_dir`` instead."""
+
+    def move(p):
+        if not isinstance(p, str) or ":" in p or os.path.isabs(p):
+            return p
+        moved = os.path.relpath(os.path.join(from_dir, p), to_dir)
+        return moved.replace(os.sep, "/")
+
+    component.code = move(component.code)
+    env = component.environment
+    if isinstance(env, dict):
+        if isinstance(env.get("conda_file"), str):
+            env["conda_file"] = move(env["conda_file"])
+        if isinstance(env.get("build"), dict):
+            env["build"]["path"] = move(env["build"].get("path"))
+    if isinstance(component.extra.get("additional_includes"), list):
+        component.extra["additional_includes"] = [move(p) for p in component.extra["additional_includes"]]
+    return component
+
+
+# --- a component as a job (``amldist submit`` runs components this way) ---
+
+V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # azureml:, https:, wasbs:, abfss:, ... (not C:)
+_DATA_TYPES = ("uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model")
+
+
+def _load_component(component, base_dir):
+    if isinstance(component, (str, os.PathLike)):
+        path = os.fspath(component)
+        base_dir = os.path.dirname(os.path.abspath(path))
+        spec = load(path)
+        if isinstance(spec, DistributedComponent):
+            return convert_legacy(path), base_dir
+        validate = validator()
+        errors = [d for d in validate.validate_file(path) if d.severity == "error"] if validate else []
+        if errors:
+            raise ConversionError(f"{path} is not a valid component ({len(errors)} error(s))", errors)
+        component = spec
+    elif isinstance(component, DistributedComponent):
+        component = convert_legacy(component)
+    if not isinstance(component, CommandComponent):
+        raise UserError(f"expected a command component or a legacy DistributedComponent, got {component!r:.60}")
+    return component, base_dir or os.getcwd()
+
+
+def _local(path, base_dir):
+    """Local relative paths made absolute, so the job means the same wherever its YAML goes."""
+    if not isinstance(path, str) or _URI.match(path) or os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(base_dir, path))
+
+
+def _literal(name: str, port: dict, value):
+    """A literal input value, coerced from text (the CLI passes strings) and range-checked."""
+    kind = port.get("type")
+    text = str(value).strip()
+    if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d+", text):
+        value = int(text)
+    elif kind == "number" and not isinstance(value, bool) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+        value = float(text) if not isinstance(value, int) else value
+    elif kind == "boolean" and text.lower() in ("true", "false"):
+        value = text.lower() == "true"
+    elif kind == "string" and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        value = str(value)
+    else:
+        raise UserError(f"input {name!r} expects a {kind}, got {value!r}")
+    if port.get("enum") and str(value) not in port["enum"]:
+        raise UserError(f"input {name!r} must be one of {', '.join(port['enum'])}, got {value!r}")
+    if kind in ("integer", "number"):
+        low, high = port.get("min"), port.get("max")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise UserError(f"input {name!r} must lie in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _job_inputs(component: CommandComponent, given: dict) -> dict:
+    declared = component.inputs or {}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise UserError(f"unknown input(s) {', '.join(unknown)}",
+                        hint=f"the component's inputs are: {', '.join(sorted(declared)) or 'none'}")
+    out = {}
+    for name, port in declared.items():
+        value = given.get(name, port.get("default"))
+        if value is None:
+            if not port.get("optional"):
+                raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')})")
+            continue
+        if port.get("type") in _DATA_TYPES:
+            data = {"type": port["type"], **(value if isinstance(value, dict) else {"path": str(value)})}
+            data["path"] = _local(data.get("path"), os.getcwd())
+            out[name] = data
+        else:
+            out[name] = _literal(name, port, value)
+    return out
+
+
+def component_to_job(component, *, inputs=None, compute=None, instance_count=None, process_count_per_instance=None,
+                     instance_type=None, environment_variables=None, name=None, experiment_name=None, timeout=None,
+                     base_dir=None) -> CommandJob:
+    """A command job that runs ``component`` once (a CommandComponent, a DistributedComponent or a path).
+
+    ``inputs`` map names to values: literals for string/integer/number/boolean inputs (text is
+    coerced), a path/URI or a ``{"path": ..., "mode": ...}`` mapping for data inputs (local relative
+    paths are taken from the current directory). Defaults fill unset inputs; optional groups whose
+    inputs stay unset are dropped from the command. Relative paths of the component (code, conda file,
+    build context) are resolved against its folder (``base_dir`` for an object; default: the current
+    directory), so the job holds absolute local paths. ``timeout`` (seconds) becomes ``limits.timeout``;
+    without it the component's ``amldist.timeout_seconds`` tag does.
+    """
+    component, base_dir = _load_component(component, base_dir)
+    if component.extra.get("additional_includes"):
+        raise UserError("the component has additional_includes, which a job cannot carry",
+                        hint="copy those files into the code folder")
+    job_inputs = _job_inputs(component, dict(inputs or {}))
+    command = placeholders.drop_unset_groups(component.command or "", set(job_inputs), placeholders.V2)
+    dist = Distribution.from_dict(component.distribution.to_dict()) if component.distribution else None
+    if process_count_per_instance is not None:
+        if dist is None or str(dist.type).lower() not in ("pytorch", "mpi"):
+            raise UserError("process_count_per_instance applies to pytorch and mpi distributions only")
+        dist.process_count_per_instance = _positive_int(process_count_per_instance, "process_count_per_instance")
+    res = Resources.from_dict(component.resources.to_dict()) if component.resources else Resources()
+    res.instance_count = _positive_int(instance_count, "instance_count") or res.instance_count
+    res.instance_type = instance_type or res.instance_type
+    tags = dict(component.tags or {})
+    tag_timeout = tags.pop(TIMEOUT_TAG, None)
+    timeout = _positive_int(timeout, "timeout") or (int(tag_timeout) if str(tag_timeout).isdigit() else None)
+    env = component.environment
+    if isinstance(env, dict):
+        env = dict(env)
+        if isinstance(env.get("conda_file"), str):
+            env["conda_file"] = _local(env["conda_file"], base_dir)
+        if isinstance(env.get("build"), dict):
+            env["build"] = dict(env["build"], path=_local(env["build"].get("path"), base_dir))
+    return CommandJob(
+        schema=V2_JOB_SCHEMA, type="command", name=name, display_name=component.display_name,
+        experiment_name=experiment_name, description=component.description, tags=tags or None,
+        code=_local(component.code, base_dir), command=command, environment=env,
+        environment_variables=dict(environment_variables) if environment_variables else None, compute=compute,
+        inputs=job_inputs or None,
+        outputs={k: {"type": v.get("type", "uri_folder")} for k, v in (component.outputs or {}).items()} or None,
+        distribution=dist, resources=res if res.to_dict() else None,
+        limits=Limits(timeout=timeout) if timeout else None,
+    )
