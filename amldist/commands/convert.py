@@ -41,7 +41,9 @@ def register(subparsers) -> None:
     parser.add_argument("--process-count-per-node", type=_positive_int, metavar="N",
                         help="processes per node (distribution.process_count_per_instance)")
     parser.add_argument("--shm-size", metavar="S", help="shared memory per container, e.g. 16g (resources.shm_size)")
-    parser.add_argument("--docker-args", metavar="A", help="extra docker run arguments (resources.docker_args)")
+    parser.add_argument("--docker-args", metavar="A",
+                        help="extra docker run arguments (resources.docker_args); write --docker-args=VALUE "
+                        "when VALUE starts with -")
     parser.add_argument("--timeout-seconds", type=_positive_int, metavar="T",
                         help="job timeout, kept as the tag amldist.timeout_seconds")
     parser.set_defaults(func=run)
