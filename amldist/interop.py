@@ -59,9 +59,49 @@ _BOILERPLATE = re.compile(
 )
 
 
+def _field_messages(node, path=()):
+    """("a.b", message) pairs from azure-ai-ml's {field: [message | {sub-field: ...}]} errors.
+
+    A list of mappings lists the alternatives of a union field; only the first is kept,
+    which is the form azure-ai-ml tries first (a local path for ``code``, ``pytorch`` for
+    ``distribution``).
+    """
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _field_messages(value, path if key == "_schema" else path + (str(key),))
+    elif isinstance(node, list):
+        mappings = [item for item in node if isinstance(item, dict)]
+        if mappings:
+            yield from _field_messages(mappings[0], path)
+        for item in node:
+            if isinstance(item, str):
+                nested = _nested_errors(item)
+                if nested is not None:
+                    yield from nested
+                else:
+                    yield ".".join(path) or "*", item
+
+
+def _nested_errors(text: str):
+    """azure-ai-ml's "Validation for X failed: {json}" texts, parsed; None for plain text."""
+    start = text.find("{")
+    if "failed:" not in text[:start] or start < 0:
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and isinstance(data.get("errors"), list):  # a ValidationResult
+        return [pair for err in data["errors"] for pair in _field_messages([err.get("message", "")])]
+    return list(_field_messages(data))
+
+
 def _one_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "message", None) or exc).replace("\\n", " ")
-    text = _BOILERPLATE.sub(" ", text)
+    text = str(getattr(exc, "message", None) or exc)
+    pairs = _nested_errors(text)
+    if pairs:
+        text = "; ".join(f"{field}: {message}" for field, message in dict.fromkeys(pairs))
+    text = _BOILERPLATE.sub(" ", text.replace("\\n", " "))
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -109,8 +149,9 @@ def rest_body(spec, *, base_dir=None) -> dict:
     name, display name and experiment name when the spec has none) and its JSON
     encoder. Two steps of a real submission are not done, because they need the
     workspace: ``codeId`` and ``environmentId`` still hold the local path and the
-    ``azureml:`` reference (the SDK uploads code and resolves both to ARM ids),
-    and no git properties are added. Components are not jobs: turn one into a
+    ``azureml:`` reference (the SDK uploads code and resolves both to ARM ids; an
+    inline environment shows as the ``azureml:CliV2AnonymousEnvironment:<hash>`` it
+    would register), and no git properties are added. Components are not jobs: turn one into a
     job first (``amldist.convert.component_to_job``).
     """
     if getattr(spec, "kind", None) not in ("command_job", "pipeline_job"):
@@ -125,10 +166,30 @@ def rest_body(spec, *, base_dir=None) -> dict:
     return _to_json(rest)
 
 
+def _asset_reference(value):
+    """An asset the SDK would register on submit (an inline environment) -> its reference.
+
+    azure-ai-ml names an inline environment ``CliV2AnonymousEnvironment`` with a hash of its
+    content as the version, registers it, and sends its ARM id; the dry run shows the
+    ``azureml:name:version`` it will register.
+    """
+    from azure.ai.ml.entities import Asset
+
+    if isinstance(value, Asset) and value.name and value.version:
+        return f"azureml:{value.name}:{value.version}"
+    return None
+
+
 def _to_json(rest) -> dict:
     """Serialize an azure-ai-ml REST model the way its HTTP client does."""
     try:  # azure-ai-ml >= 1.30: typespec "hybrid" models
         from azure.ai.ml._restclient.arm_ml_service._utils.model_base import SdkJSONEncoder
     except ImportError:  # older msrest models
         return rest.serialize(keep_readonly=False)
-    return json.loads(json.dumps(rest, cls=SdkJSONEncoder, exclude_readonly=True))
+
+    class Encoder(SdkJSONEncoder):
+        def default(self, o):
+            reference = _asset_reference(o)
+            return reference if reference is not None else super().default(o)
+
+    return json.loads(json.dumps(rest, cls=Encoder, exclude_readonly=True))

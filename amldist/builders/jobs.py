@@ -1,0 +1,189 @@
+"""``pytorch_job``, ``mpi_job``, ``tensorflow_job``: ML v2 command jobs for a VM size.
+
+Each returns an ``amldist.spec.CommandJob`` (``.to_yaml()``, ``.save(path)``, ``.to_dict()``,
+``.to_azure()``), already checked: a mistake raises one BuilderError (a UserError) naming the
+argument, and whatever is returned passes ``amldist validate``. Nothing here imports azure-ai-ml.
+
+Defaults that come from the VM size (``instance_type``, or ``vm_size`` for the nodes of a
+compute cluster) are described in ``amldist.builders._size``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+from amldist import placeholders
+from amldist.builders import _args, _size
+from amldist.builders._args import BuilderError
+from amldist.spec.model import CommandJob, Distribution, Limits, Resources
+
+COMMAND_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
+# `{inputs.x}` written without the `$` and double braces of ML v2 (a legacy habit).
+_LEGACY_REF = re.compile(r"(?<!\$\{)\{(inputs|outputs)\.([A-Za-z_][A-Za-z0-9_]*)\}")
+
+_COMMON_DOC = """
+    Arguments shared by the three builders (all keyword-only):
+
+    - command: the command line; ``${{inputs.x}}`` / ``${{outputs.y}}`` must name declared
+      inputs / outputs.
+    - environment (required): ``azureml:name:version`` / ``azureml:name@latest`` or an inline
+      mapping (``{"image": ...}``).
+    - code: local folder or ``azureml:`` code asset; compute: compute target name.
+    - inputs: literal values (str, int, float, bool), mappings such as
+      ``{"type": "uri_folder", "path": "azureml://..."}``, or azure.ai.ml ``Input`` objects.
+    - outputs: mappings such as ``{"type": "uri_folder"}`` (or just ``"uri_folder"``), or
+      azure.ai.ml ``Output`` objects.
+    - instance_type: VM size for serverless compute, or a Kubernetes instance type;
+      written to ``resources.instance_type``. vm_size: the VM size of ``compute``'s nodes when
+      that is a compute cluster (not written; used for the defaults and checks below).
+    - instance_count: nodes (default 1).
+    - environment_variables: name -> string. On an InfiniBand size with more than one node
+      the NCCL/UCX settings Azure uses on those sizes are added unless already set (see
+      ``amldist.builders._size``); ``infiniband_env=False`` leaves them out.
+    - shm_size: shared memory of the container, e.g. ``"16g"`` (Azure's default is 2g).
+    - timeout: seconds (or a timedelta) -> ``limits.timeout``.
+    - name, display_name, experiment_name, description, tags: job metadata.
+
+    Warns NoInfiniBandWarning for more than one node of a size without InfiniBand.
+    Raises BuilderError for anything ``amldist validate`` would reject.
+"""
+
+
+def _check_command(command: str, inputs, outputs) -> None:
+    legacy = _LEGACY_REF.search(command)
+    if legacy:
+        source, name = legacy.groups()
+        raise BuilderError(
+            "command", f"{legacy.group(0)} is the legacy placeholder syntax",
+            hint=f"in an ML v2 job write ${{{{{source}.{name}}}}}",
+        )
+    try:
+        refs = placeholders.references(command, placeholders.V2)
+    except placeholders.PlaceholderSyntaxError as exc:
+        raise BuilderError("command", exc.message, hint=exc.hint) from None
+    declared = {"inputs": inputs or {}, "outputs": outputs or {}}
+    for ref in refs:
+        if ref.name not in declared[ref.source]:
+            example = "{'%s': ...}" % ref.name
+            raise BuilderError(
+                "command", f"${{{{{ref.source}.{ref.name}}}}} names no declared {ref.source[:-1]}",
+                hint=f"add {ref.source}={example}, or fix the name",
+            )
+
+
+def _check_with_validator(spec) -> None:
+    """Raise the validator's first error; skipped while amldist.validate is not installed."""
+    try:
+        from amldist.validate import validate_spec
+    except ImportError:
+        return
+    errors = [d for d in validate_spec(spec) if d.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+        raise BuilderError(first.field or first.code, f"{first.message}{more}", hint=first.hint)
+
+
+def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob:
+    """Check ``args``, apply the size's defaults, warn, validate; ``distribution`` holds the counts."""
+    command = _args.text("command", args["command"], required=True)
+    inputs = _args.inputs(args["inputs"])
+    outputs = _args.outputs(args["outputs"])
+    _check_command(command, inputs, outputs)
+    instance_type = _args.text("instance_type", args["instance_type"])
+    vm_size = _args.text("vm_size", args["vm_size"])
+    instance_count = _args.count("instance_count", args["instance_count"])
+    size, instance_type = _size.resolve_size(instance_type, vm_size)
+    env = _args.environment_variables(args["environment_variables"])
+    if args["infiniband_env"]:
+        env.update(_size.infiniband_env(size, instance_count, env))
+    if distribution_type in ("pytorch", "mpi"):
+        given = _args.count("process_count_per_instance", distribution["process_count_per_instance"])
+        distribution["process_count_per_instance"] = _size.processes_per_node(size, given)
+    spec = CommandJob(
+        schema=COMMAND_JOB_SCHEMA,
+        type="command",
+        name=_args.text("name", args["name"]),
+        display_name=_args.text("display_name", args["display_name"]),
+        experiment_name=_args.text("experiment_name", args["experiment_name"]),
+        description=_args.text("description", args["description"]),
+        tags=_args.tags(args["tags"]),
+        code=_args.text("code", args["code"]),
+        command=command,
+        environment=_args.environment(args["environment"]),
+        environment_variables=env or None,
+        compute=_args.text("compute", args["compute"]),
+        inputs=inputs,
+        outputs=outputs,
+        distribution=Distribution(type=distribution_type, **distribution),
+        resources=Resources(
+            instance_count=instance_count or 1,
+            instance_type=instance_type,
+            shm_size=_args.shm_size(args["shm_size"]),
+        ),
+        limits=Limits(timeout=t) if (t := _args.timeout_seconds(args["timeout"])) is not None else None,
+    )
+    _check_with_validator(spec)
+    for category, message in _size.warnings_for(size, instance_count, env):
+        warnings.warn(message, category, stacklevel=3)  # 3: the user's call of the builder
+    return spec
+
+
+def pytorch_job(
+    *, command, environment=None, code=None, compute=None, inputs=None, outputs=None,
+    instance_type=None, instance_count=1, process_count_per_instance=None,
+    environment_variables=None, shm_size=None, timeout=None, name=None, display_name=None,
+    experiment_name=None, description=None, tags=None, vm_size=None, infiniband_env=True,
+) -> CommandJob:
+    """A command job with ``distribution: pytorch`` (Azure ML starts one process per GPU).
+
+    process_count_per_instance: processes per node; default = the size's GPUs, and 1 on CPU
+    sizes, on sizes amldist cannot count GPUs for, and when no size is given. More than the
+    size's GPUs is an error.
+    """
+    args = dict(locals())
+    return _build("pytorch", args, {"process_count_per_instance": process_count_per_instance})
+
+
+def mpi_job(
+    *, command, environment=None, code=None, compute=None, inputs=None, outputs=None,
+    instance_type=None, instance_count=1, process_count_per_instance=None,
+    environment_variables=None, shm_size=None, timeout=None, name=None, display_name=None,
+    experiment_name=None, description=None, tags=None, vm_size=None, infiniband_env=True,
+) -> CommandJob:
+    """A command job with ``distribution: mpi`` (Azure ML runs the command under mpirun).
+
+    process_count_per_instance: MPI ranks per node; default = the size's GPUs, and 1 on CPU
+    sizes, on sizes amldist cannot count GPUs for, and when no size is given (pass it for
+    CPU MPI codes that want one rank per core). More than the size's GPUs is an error.
+    """
+    args = dict(locals())
+    return _build("mpi", args, {"process_count_per_instance": process_count_per_instance})
+
+
+def tensorflow_job(
+    *, command, environment=None, code=None, compute=None, inputs=None, outputs=None,
+    instance_type=None, instance_count=1, worker_count=None, parameter_server_count=None,
+    environment_variables=None, shm_size=None, timeout=None, name=None, display_name=None,
+    experiment_name=None, description=None, tags=None, vm_size=None, infiniband_env=True,
+) -> CommandJob:
+    """A command job with ``distribution: tensorflow`` (Azure ML sets TF_CONFIG per task).
+
+    worker_count: default instance_count (what Azure assumes too, written out so the YAML
+    says it). parameter_server_count: parameter-server tasks for TF 1.x-style training;
+    left out (Azure's default 0) when not given.
+    """
+    args = dict(locals())
+    workers = _args.count("worker_count", worker_count)
+    servers = _args.count("parameter_server_count", parameter_server_count, minimum=0)
+    nodes = _args.count("instance_count", instance_count) or 1
+    return _build(
+        "tensorflow", args,
+        {"worker_count": workers if workers is not None else nodes, "parameter_server_count": servers},
+    )
+
+
+for _builder in (pytorch_job, mpi_job, tensorflow_job):
+    _builder.__doc__ += _COMMON_DOC
+del _builder
