@@ -211,10 +211,13 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
     legacy, path = load_legacy(spec_or_path)
     base_dir = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     launcher = legacy.launcher
-    if launcher is None or not isinstance(launcher.additional_arguments, str):
+    arguments = launcher.additional_arguments if launcher else None
+    if isinstance(arguments, list):  # some legacy specs list the arguments
+        arguments = " ".join(str(part) for part in arguments)
+    if not isinstance(arguments, str) or not arguments.strip():
         raise ComponentSpecError("missing-command", "launcher.additional_arguments (the command) is missing")
     dist_type = DISTRIBUTION_OF_LAUNCHER[normalize_launcher(launcher.type)]
-    problems = command_problems(launcher.additional_arguments, legacy.inputs, legacy.outputs)
+    problems = command_problems(arguments, legacy.inputs, legacy.outputs)
     if problems:
         code, message, hint = problems[0]
         raise ComponentSpecError(code, message, hint=hint)
@@ -238,7 +241,7 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
         tags=tags or None,
         is_deterministic=legacy.is_deterministic,
         code=code,
-        command=placeholders.legacy_to_v2(launcher.additional_arguments.strip()),
+        command=placeholders.legacy_to_v2(arguments.strip()),
         environment=_environment(legacy.environment, code, base_dir),
         inputs={k: _port(k, v, "input") for k, v in (legacy.inputs or {}).items()} or None,
         outputs={k: _port(k, v, "output") for k, v in (legacy.outputs or {}).items()} or None,

@@ -63,7 +63,7 @@ def command_problems(command: str, inputs: dict | None, outputs: dict | None) ->
             ))
         elif ref.source == "inputs" and not ref.in_group and _is_optional(declared[ref.name]):
             problems.append((
-                "optional-outside-group",
+                "optional-input-outside-group",
                 f"optional input {ref.name!r} is used outside an optional group",
                 f"wrap its argument in brackets, e.g. [--{ref.name} {{inputs.{ref.name}}}], "
                 "so that it is left out when the input is not given",

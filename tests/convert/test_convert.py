@@ -97,6 +97,11 @@ def test_mapping_of_a_full_spec():
     assert "limits" not in data
 
 
+def test_arguments_written_as_a_list():
+    launcher = Launcher(type="mpi", additional_arguments=["python", "t.py", "[--lr {inputs.lr}]", "{inputs.data}"])
+    assert convert_legacy(legacy(launcher=launcher)).command == "python t.py $[[--lr ${{inputs.lr}}]] ${{inputs.data}}"
+
+
 def test_mpi_launcher_and_no_run_settings():
     data = convert_legacy(legacy(launcher=Launcher(type="MPI", additional_arguments="echo {inputs.data}"))).to_dict()
     assert data["distribution"] == {"type": "mpi"}
@@ -157,7 +162,7 @@ def test_dropped_keys_are_reported():
         (dict(launcher=Launcher(type="horovod", additional_arguments="x")), "unknown-launcher"),
         (dict(launcher=Launcher(type="mpi")), "missing-command"),
         (dict(launcher=Launcher(type="mpi", additional_arguments="x {inputs.nope}")), "undeclared-input"),
-        (dict(launcher=Launcher(type="mpi", additional_arguments="x --lr {inputs.lr}")), "optional-outside-group"),
+        (dict(launcher=Launcher(type="mpi", additional_arguments="x --lr {inputs.lr}")), "optional-input-outside-group"),
     ],
 )
 def test_refuses_bad_legacy_specs(overrides, code):

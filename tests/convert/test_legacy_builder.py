@@ -56,7 +56,7 @@ def test_environment_name_string():
         (dict(command=COMMAND + " --seed {inputs.seed}"), "undeclared-input", ["seed", "data, epochs, lr"]),
         (dict(command=COMMAND + " --log {outputs.logs}"), "undeclared-output", ["logs"]),
         (dict(command="python train.py --data {inputs.data} --lr {inputs.lr} --epochs {inputs.epochs}"),
-         "optional-outside-group", ["'lr'", "[--lr {inputs.lr}]"]),
+         "optional-input-outside-group", ["'lr'", "[--lr {inputs.lr}]"]),
         (dict(command="python train.py [--lr {inputs.lr}"), "unbalanced-bracket", ["offset 16"]),
         (dict(inputs={**INPUTS, "kind": {"type": "Enum"}}), "missing-enum", ["inputs.kind"]),
         (dict(inputs={**INPUTS, "x": {"type": "Tensor"}}), "unknown-input-type", ["inputs.x", "'Tensor'"]),
