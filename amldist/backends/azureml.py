@@ -72,6 +72,7 @@ class AzureMLBackend:
             subscription=options.subscription, resource_group=options.resource_group,
             workspace=options.workspace,
         )
+        _require_azure(need_identity=self.credential is None)
         job = self._job(prepared, options)
         print(f"workspace: {workspace.describe()}", file=sys.stderr)
         # azure-ai-ml logs "This is an experimental class" for schemas every job uses;
@@ -127,6 +128,21 @@ class AzureMLBackend:
             raise UserError(f"job {created.name} failed: {text[:2000]}",
                             hint=f"see the logs in the studio: {created.studio_url}", exit_code=1) from None
         return 0
+
+
+def _require_azure(*, need_identity: bool) -> None:
+    """azure-ai-ml (and azure-identity) are an extra: say how to get them, not a traceback."""
+    import importlib
+
+    for module, package in (("azure.ai.ml", "azure-ai-ml"), ("azure.identity", "azure-identity")):
+        if module == "azure.identity" and not need_identity:
+            continue
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise UserError(f"submitting to Azure ML needs {package}, which is not installed",
+                            hint="pip install 'amldist[azure]'; or run the job on this machine with --local"
+                            ) from None
 
 
 def _first_line(text) -> str:

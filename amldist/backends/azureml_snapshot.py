@@ -10,6 +10,9 @@ only read:
   when there is none, the root ``.gitignore``) excludes files, with the SDK's own
   matcher; symbolic links are followed (their content is uploaded); the ignore file
   itself is copied too, so the SDK's second pass over the snapshot agrees;
+- ``.amldist/`` at the top of the code folder is left out: it holds amldist's own
+  local run folders (``amldist submit --local`` writes them under the current
+  directory), which a user never means to upload with ``code: .``;
 - files are hard-linked when the temporary folder is on the same file system
   (nothing writes to them), copied otherwise;
 - a code folder that already has an ``amldist`` entry keeps it: the shim is not
@@ -40,6 +43,7 @@ import amldist.runtime
 RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))
 _REMOTE = re.compile(r"^(azureml:|[a-zA-Z][a-zA-Z0-9+.-]+://|git\+)")
 _SKIPPED_IN_RUNTIME = ("__pycache__",)
+LOCAL_RUNS_DIR = ".amldist"  # where the local backend keeps its run folders
 
 
 @dataclass
@@ -79,6 +83,8 @@ def _copy_code_folder(source: str, target: str, files: list) -> None:
             dirs[:] = []
             continue
         seen_dirs.add(real_root)
+        if os.path.samefile(root, source):
+            dirs[:] = [d for d in dirs if d != LOCAL_RUNS_DIR]
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(root, name)

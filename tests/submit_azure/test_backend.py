@@ -262,3 +262,15 @@ def test_importing_the_backend_does_not_import_azure():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_missing_azure_packages_are_a_user_error(fake_azure, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "azure.identity", None)  # "not installed"
+    real_class = azureml.AzureMLBackend.func
+    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class())  # no injected credential
+    with pytest.raises(UserError) as caught:
+        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+    assert "azure-identity" in caught.value.message and "amldist[azure]" in caught.value.hint
+    assert fake_azure.requests == []

@@ -184,3 +184,17 @@ def test_bytecode_caches_are_not_shipped(tmp_path, code):
     snap = build_snapshot("src", str(tmp_path), None, str(work), runtime_dir=str(runtime))
     shipped = [f for f in tree(snap.path) if f.startswith("amldist/runtime/")]
     assert sorted(shipped) == RUNTIME_FILES
+
+
+def test_local_run_folders_are_not_uploaded(tmp_path, code):
+    runs = code / ".amldist" / "runs" / "job-1" / "outputs"
+    runs.mkdir(parents=True)
+    (runs / "model.bin").write_bytes(b"\0" * 10)
+    (code / "pkg" / ".amldist").mkdir()  # only the top-level folder is amldist's
+    (code / "pkg" / ".amldist" / "keep.txt").write_text("x")
+    work = tmp_path / "work"
+    work.mkdir()
+    snap = build_snapshot("src", str(tmp_path), None, str(work))
+    files = tree(snap.path)
+    assert not any(f.startswith(".amldist/") for f in files)
+    assert "pkg/.amldist/keep.txt" in files
