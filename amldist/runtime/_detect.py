@@ -38,7 +38,9 @@ def detect(environ: Mapping[str, str] | None = None) -> DistEnv:
     if launcher is not None:
         reader = EnvReader(environ)
         underneath = launcher.read(reader)
-        _check_torch_vars(environ, underneath, lambda field: f"{reader.sources[field]}={getattr(underneath, field)}")
+        _check_torch_vars(environ, underneath, lambda var, field: (
+            f"launchers disagree: {var}={environ[var].strip()} but {reader.describe(field, getattr(underneath, field))}; "
+            "start the script with one launcher, or unset the other one's variables"))
     if PytorchEnv.detect(environ):
         return PytorchEnv.read(EnvReader(environ))
     if launcher is not None:
@@ -55,19 +57,16 @@ def _world_of_one(environ: Mapping[str, str]) -> DistEnv:
         NO_LAUNCHER, rank=0, local_rank=0, world_size=1, local_world_size=1, node_rank=0, num_nodes=1,
         master_addr=r.master_addr("127.0.0.1"), master_port=r.master_port(DEFAULT_PORT),
     )
-    _check_torch_vars(
-        environ, env, lambda field: f"no launcher variables were found, so this is a world of one ({field} {getattr(env, field)})"
-    )
+    _check_torch_vars(environ, env, lambda var, field: (
+        f"{var}={environ[var].strip()} is set but no launcher variables were found, and in a world of one "
+        f"{field.replace('_', ' ')} is {getattr(env, field)}; unset {var} or start the script with a launcher"))
     return env
 
 
-def _check_torch_vars(environ: Mapping[str, str], env: DistEnv, describe) -> None:
+def _check_torch_vars(environ: Mapping[str, str], env: DistEnv, message) -> None:
     """Stacked launchers (torch variables left over from another launcher, or set by hand, on top
     of mpirun's) must agree, or ranks pick wrong GPUs and peers, and the job hangs."""
     r = EnvReader(environ)
     for var, field in _TORCH_VARS:
         if r.has(var) and parse_int(var, environ[var]) != getattr(env, field):
-            raise DistEnvError(
-                f"launchers disagree: {var}={environ[var].strip()} but {describe(field)}; start the script with one "
-                f"launcher, or unset the other one's variables"
-            )
+            raise DistEnvError(message(var, field))

@@ -5,11 +5,14 @@ which field, so that every error can name the variables involved."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Mapping
 
 # Used only where no launcher or variable says otherwise; torch's own documented default, so a
 # world of one and hand-started jobs behave as with plain ``torchrun``.
 DEFAULT_PORT = 29500
+
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 class DistEnvError(ValueError):
@@ -87,8 +90,9 @@ class EnvReader:
         self.sources[field] = formula
         return value
 
-    def master_addr(self, default: str | None, default_source: str = "default", missing_hint: str = "") -> str:
-        """MASTER_ADDR (or its alias MASTER_IP) when set, else the launcher's default."""
+    def master_addr(self, default: str | None, default_source: str = "default", missing: str = "") -> str:
+        """MASTER_ADDR (or its alias MASTER_IP) when set, else the launcher's default; with
+        neither, DistEnvError(``missing``)."""
         addr, ip = self.environ.get("MASTER_ADDR", "").strip(), self.environ.get("MASTER_IP", "").strip()
         if addr and ip and addr != ip:
             raise DistEnvError(f"MASTER_ADDR={addr!r} and MASTER_IP={ip!r} disagree; unset one of them")
@@ -96,7 +100,7 @@ class EnvReader:
             self.sources["master_addr"] = "MASTER_ADDR" if addr else "MASTER_IP"
             return addr or ip
         if not default:
-            raise DistEnvError(f"MASTER_ADDR (or MASTER_IP) must be set{missing_hint}")
+            raise DistEnvError(missing or "MASTER_ADDR (or MASTER_IP) must be set")
         return self.derived("master_addr", default, default_source)
 
     def master_port(self, default: int) -> int:
@@ -104,10 +108,18 @@ class EnvReader:
         port = self.int("master_port", "MASTER_PORT")
         return self.derived("master_port", default, "default") if port is None else port
 
+    def describe(self, field: str, value) -> str:
+        """``OMPI_COMM_WORLD_RANK=3`` for a value read from a variable, else e.g.
+        ``node rank 1 (OMPI_COMM_WORLD_RANK // OMPI_COMM_WORLD_LOCAL_SIZE)``."""
+        source = self.sources.get(field, "")
+        if _VARIABLE.fullmatch(source):
+            return f"{source}={value}"
+        return f"{field.replace('_', ' ')} {value}" + (f" ({source})" if source else "")
+
     def build(self, launcher: str, **fields) -> DistEnv:
         """A DistEnv after the range checks; raises DistEnvError naming the variables."""
         env = DistEnv(launcher=launcher, **fields)
-        src = lambda field: f"{self.sources.get(field, field)}={getattr(env, field)}"  # noqa: E731
+        src = lambda field: self.describe(field, getattr(env, field))  # noqa: E731
         for size in ("world_size", "local_world_size", "num_nodes"):
             if getattr(env, size) < 1:
                 raise DistEnvError(f"{src(size)} must be at least 1")

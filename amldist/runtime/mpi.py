@@ -47,8 +47,8 @@ class MpiLauncher:
         if num_nodes > 1:
             addr = r.master_addr(
                 _host_of(r.environ.get("AZ_BATCH_MASTER_NODE", "")), "AZ_BATCH_MASTER_NODE",
-                missing_hint=f" (or AZ_BATCH_MASTER_NODE) when {self.size_var}={world_size} and "
-                f"{self.local_size_var}={local_size} spread the ranks over {num_nodes} nodes",
+                missing=f"MASTER_ADDR, MASTER_IP or AZ_BATCH_MASTER_NODE must be set when {self.size_var}={world_size} "
+                f"and {self.local_size_var}={local_size} spread the ranks over {num_nodes} nodes",
             )
             port = r.master_port(AZUREML_MPI_PORT_MULTI_NODE)
         else:

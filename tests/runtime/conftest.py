@@ -56,12 +56,16 @@ def port_is_free():
 
 
 @pytest.fixture
-def clean_os_environ(monkeypatch):
-    """os.environ without launcher variables, restored after the test."""
+def clean_os_environ():
+    """os.environ without launcher variables; restored as a whole afterwards, since the code under
+    test writes to it directly."""
+    saved = dict(os.environ)
     for name in list(os.environ):
         if _is_launcher_var(name):
-            monkeypatch.delenv(name)
-    return os.environ
+            del os.environ[name]
+    yield os.environ
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture(autouse=True)
