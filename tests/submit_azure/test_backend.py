@@ -175,6 +175,20 @@ def test_stream_of_a_failing_job_exits_1_with_the_service_error(fake_azure, tmp_
     assert "ml.azure.com/runs/" in caught.value.hint
 
 
+def test_ctrl_c_while_streaming_leaves_the_job_running(fake_azure, tmp_path, capsys, monkeypatch):
+    original = fake_azure._data_plane
+
+    def interrupt_on_poll(rec):
+        if rec.path.endswith("/details") and fake_azure._polls:
+            raise KeyboardInterrupt  # the user presses Ctrl-C during the second poll
+        return original(rec)
+
+    monkeypatch.setattr(fake_azure, "_data_plane", interrupt_on_poll)
+    assert backend().submit(make_project(tmp_path), SubmitOptions(stream=True, **WS)) == 130
+    err = capsys.readouterr().err
+    assert "keeps running" in err and "ml.azure.com/runs/" in err
+
+
 def test_no_token_is_exit_2_with_sign_in_hint(fake_azure, tmp_path, monkeypatch):
     from azure.core.exceptions import ClientAuthenticationError
 
