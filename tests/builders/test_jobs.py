@@ -58,7 +58,7 @@ def test_builders_do_not_import_azure():
     import sys
 
     code = (
-        "import sys, amldist\n"
+        "import sys, amldist, amldist.interop, amldist.skus, amldist.commands.skus\n"
         "amldist.pytorch_job(command='python t.py', environment='azureml:e@latest',"
         " instance_type='Standard_ND96isr_H100_v5', instance_count=2)\n"
         "print([m for m in sys.modules if m.split('.')[0] in ('azure', 'torch', 'jsonschema')])"
@@ -307,3 +307,60 @@ def test_builder_results_pass_validate(builder, kwargs):
     assert errors == []
     errors = [d for d in validate.validate_text(job.to_yaml(), "job.yaml") if d.severity == "error"]
     assert errors == []
+
+
+def test_a_saved_builder_job_passes_the_validate_command(cli, tmp_path):
+    validate = pytest.importorskip("amldist.validate")
+    if not hasattr(validate, "validate_paths"):
+        pytest.skip("amldist validate is not there yet")
+    builder, kwargs = CASES[0].values
+    path = build(builder, **kwargs).save(tmp_path / "job.yaml")
+    (tmp_path / "src").mkdir()
+    code, out, err = cli("validate", str(path))
+    assert code == 0, out + err
+
+
+# -- property: a builder either refuses with a BuilderError or returns what validate accepts ----------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from amldist import skus  # noqa: E402
+
+_SIZES = st.one_of(
+    st.none(), st.sampled_from([s.name for s in skus.all_sizes()]),
+    st.sampled_from(["Standard_D4s_v3", "Standard_NC24rs_v2", "defaultinstancetype", "nd96isr_h100_v5"]),
+)
+_COUNTS = st.one_of(st.none(), st.integers(-2, 300), st.sampled_from([1.5, True, "2"]))
+_SHM = st.one_of(st.none(), st.sampled_from(["16g", "2G", "512m", "0g", "lots", "1.5g", "100"]),
+                 st.from_regex(r"\A[0-9]{1,4}[bkmg]\Z"))
+_TIMEOUT = st.one_of(st.none(), st.integers(-10, 10**6))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    builder=st.sampled_from(["pytorch", "mpi", "tensorflow"]), size=_SIZES, nodes=_COUNTS, procs=_COUNTS,
+    shm=_SHM, timeout=_TIMEOUT, ib=st.booleans(),
+)
+def test_builders_refuse_or_return_valid_jobs(builder, size, nodes, procs, shm, timeout, ib):
+    validate = pytest.importorskip("amldist.validate")
+    kwargs = dict(command="python t.py", environment=ENV, instance_type=size, instance_count=nodes,
+                  shm_size=shm, timeout=timeout, infiniband_env=ib)
+    if builder == "tensorflow":
+        kwargs["worker_count"] = procs
+    else:
+        kwargs["process_count_per_instance"] = procs
+    fn = {"pytorch": amldist.pytorch_job, "mpi": amldist.mpi_job, "tensorflow": amldist.tensorflow_job}[builder]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BuilderWarning)
+            job = fn(**kwargs)
+    except BuilderError as err:
+        assert "\n" not in str(err)
+        return
+    if hasattr(validate, "validate_spec"):
+        assert [d.to_text() for d in validate.validate_spec(job) if d.severity == "error"] == []
+    size_info = skus.lookup(size) if size else None
+    count = job.distribution.process_count_per_instance
+    if builder != "tensorflow" and size_info is not None and size_info.gpus:
+        assert 1 <= count <= size_info.gpus
