@@ -1,0 +1,145 @@
+"""Pipeline rules: bindings, component references, per-node sizes."""
+
+from __future__ import annotations
+
+import textwrap
+
+from amldist.validate import validate_file
+
+COMPONENT = """\
+$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json
+type: command
+name: train
+version: 1
+inputs:
+  data:
+    type: uri_folder
+outputs:
+  model:
+    type: uri_folder
+command: python t.py ${{inputs.data}} ${{outputs.model}}
+environment: azureml:env:1
+distribution:
+  type: pytorch
+  process_count_per_instance: 4
+resources:
+  instance_count: 1
+  instance_type: Standard_NC24s_v3
+"""
+
+
+def write(tmp_path, pipeline: str, component: str = COMPONENT):
+    (tmp_path / "components").mkdir(exist_ok=True)
+    (tmp_path / "components" / "train.yml").write_text(component)
+    path = tmp_path / "pipeline.yml"
+    path.write_text(textwrap.dedent(pipeline))
+    return validate_file(path)
+
+
+def summary(diags):
+    return [(d.code, d.severity, d.field, d.line) for d in diags]
+
+
+def test_node_inputs_and_outputs_are_checked_against_the_component(tmp_path):
+    diags = write(tmp_path, """\
+        type: pipeline
+        outputs:
+          final:
+            type: uri_folder
+        jobs:
+          train:
+            type: command
+            component: ./components/train.yml
+            inputs:
+              data: azureml:d@latest
+              dtaa: 1
+            outputs:
+              model: ${{parent.outputs.final}}
+              modle: ${{parent.outputs.finale}}
+        """)
+    assert summary(diags) == [
+        ("unknown-input", "error", "jobs.train.inputs.dtaa", 11),
+        ("unknown-output", "error", "jobs.train.outputs.modle", 14),
+        ("undeclared-output", "error", "jobs.train.outputs.modle", 14),
+    ]
+    assert diags[0].hint == "did you mean 'data'?"
+
+
+def test_sizes_combine_node_overrides_with_the_component(tmp_path):
+    pipeline = textwrap.dedent("""\
+        type: pipeline
+        jobs:
+          train:
+            type: command
+            component: ./components/train.yml
+            inputs:
+              data: azureml:d@latest
+            resources:
+              instance_count: 2
+        """)
+    # component: 4 processes on NC24s_v3 (4 GPUs, no InfiniBand); the node asks for 2 nodes
+    assert summary(write(tmp_path, pipeline)) == [("no-infiniband", "warning", "jobs.train.resources.instance_count", 9)]
+    # the component's process count is too high for the node's size: reported at the node's component line
+    diags = write(tmp_path, pipeline.replace("instance_count: 2", "instance_count: 1\n      instance_type: Standard_NC6s_v3"))
+    assert summary(diags) == [("too-many-processes", "error", "jobs.train.distribution.process_count_per_instance", 5)]
+    # a node distribution of another type replaces the component's
+    diags = write(tmp_path, pipeline.replace("resources:\n      instance_count: 2",
+                                             "distribution:\n      type: mpi"))
+    assert diags == []
+
+
+def test_missing_and_broken_components(tmp_path):
+    pipeline = """\
+        type: pipeline
+        jobs:
+          a:
+            type: command
+            component: ./components/nope.yml
+          b:
+            type: command
+            component: ./components/train.yml
+          c:
+            type: command
+            component: azureml:registered_component:3
+            inputs:
+              anything: 1
+        """
+    diags = write(tmp_path, pipeline, component="name: [broken\n")
+    assert summary(diags) == [("missing-component", "warning", "jobs.a.component", 5),
+                              ("invalid-component", "error", "jobs.b.component", 8)]
+    assert "line 2" in diags[1].message
+
+
+def test_inline_nodes_and_inline_components(tmp_path):
+    diags = write(tmp_path, """\
+        type: pipeline
+        inputs:
+          lr: 0.1
+        jobs:
+          prep:
+            type: command
+            command: echo ${{inputs.x}} > ${{outputs.out}}
+            environment: azureml:env:1
+            inputs:
+              x: ${{parent.inputs.lr}}
+            outputs:
+              out:
+                type: uri_folder
+          train:
+            type: command
+            component:
+              type: command
+              command: python t.py ${{inputs.data}} ${{inputs.rate}}
+              environment: azureml:env:1
+              inputs:
+                data:
+                  type: uri_folder
+            inputs:
+              data: ${{parent.jobs.prep.outputs.out}}
+              extra: ${{parent.jobs.prep.outputs.nope}}
+        """)
+    assert summary(diags) == [
+        ("undeclared-input", "error", "jobs.train.component.command", 18),
+        ("unknown-input", "error", "jobs.train.inputs.extra", 25),
+        ("undeclared-output", "error", "jobs.train.inputs.extra", 25),
+    ]

@@ -1,0 +1,162 @@
+"""Semantic rules, through the public API (validate_text / validate_file / validate_data)."""
+
+from __future__ import annotations
+
+import pytest
+
+from amldist.validate import validate_data, validate_file, validate_text
+
+JOB = "type: command\nenvironment: azureml:env:1\n"
+COMPONENT = "$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json\n" \
+            "type: command\nname: c\nversion: 1\nenvironment: azureml:env:1\n"
+
+
+def codes(diags, severity=None):
+    return sorted(d.code for d in diags if severity is None or d.severity == severity)
+
+
+def one(diags, code):
+    found = [d for d in diags if d.code == code]
+    assert len(found) == 1, diags
+    return found[0]
+
+
+# ---- placeholders ----
+
+def test_v2_placeholders_must_be_declared_and_are_located_precisely():
+    text = JOB + "inputs:\n  lr: 0.1\noutputs:\n  model:\n    type: uri_folder\ncommand: >-\n  python t.py\n" \
+                 "  --lr ${{inputs.lr}} --epochs ${{inputs.epochs}}\n  --out ${{outputs.modle}}\n"
+    diags = validate_text(text, "job.yml")
+    assert codes(diags) == ["undeclared-input", "undeclared-output"]
+    epochs, modle = one(diags, "undeclared-input"), one(diags, "undeclared-output")
+    assert (epochs.line, epochs.col) == (10, 32) and epochs.field == "command"
+    assert (modle.line, modle.col) == (11, 9) and modle.hint == "did you mean 'model'?"
+
+
+def test_v2_optional_groups_nest_and_hold_brackets():
+    text = COMPONENT + "inputs:\n  a:\n    type: string\n    optional: true\n  b:\n    type: string\n" \
+                       "    optional: true\n" \
+                       "command: python t.py $[[--a ${{inputs.a}} --shape [1,2] $[[--b ${{inputs.b}}]]]]\n"
+    assert validate_text(text) == []
+    bad = text.replace("$[[--a ${{inputs.a}} --shape [1,2] $[[--b ${{inputs.b}}]]]]",
+                       "$[[--shape [1,2]]] --b ${{inputs.b}}")
+    diag = one(validate_text(bad), "optional-input-outside-group")
+    assert "'b'" in diag.message and "$[[--b ${{inputs.b}}]]" in diag.hint
+
+
+def test_required_inputs_may_sit_anywhere_and_shell_brackets_are_text():
+    text = COMPONENT + "inputs:\n  a:\n    type: string\n" \
+                       "command: if [[ -n x ]]; then python t.py ${{inputs.a}}; fi\n"
+    assert validate_text(text) == []
+
+
+def test_unclosed_v2_group_is_reported():
+    text = COMPONENT + "inputs:\n  a:\n    type: string\n    optional: true\ncommand: python t.py $[[--a ${{inputs.a}}\n"
+    assert codes(validate_text(text)) == ["unbalanced-bracket"]
+
+
+LEGACY = "name: x.y\nversion: 0.0.1\ntype: DistributedComponent\nenvironment:\n  name: AzureML-Minimal\n" \
+         "inputs:\n  a:\n    type: path\n  o:\n    type: String\n    optional: true\noutputs:\n  out:\n    type: path\n" \
+         "launcher:\n  type: mpi\n  additional_arguments: {args}\n"
+
+
+@pytest.mark.parametrize("args,expected", [
+    ("python t.py {inputs.a} [--o {inputs.o}] {outputs.out}", []),
+    ("python t.py {inputs.a} [--o '[x]' {inputs.o} [--n 1]] {outputs.out}", []),
+    ("python t.py {inputs.a} --o {inputs.o} {outputs.out}", ["optional-input-outside-group"]),
+    ("python t.py {inputs.b} {outputs.output}", ["undeclared-input", "undeclared-output"]),
+    ("python t.py {inputs.a} [--o {inputs.o} {outputs.out}", ["unbalanced-bracket"]),
+    ("python t.py ${{inputs.a}}", ["mixed-syntax"]),
+])
+def test_legacy_placeholders_and_groups(args, expected):
+    text = LEGACY.format(args=f'"{args}"')
+    assert codes(validate_text(text, "legacy.yaml")) == expected
+
+
+# ---- VM sizes ----
+
+def sized(kind_text, processes, nodes, size, dist="pytorch"):
+    return kind_text + f"command: python t.py\ndistribution:\n  type: {dist}\n  process_count_per_instance: {processes}\n" \
+                       f"resources:\n  instance_count: {nodes}\n  instance_type: {size}\n"
+
+
+@pytest.mark.parametrize("processes,nodes,size,expected", [
+    (8, 2, "Standard_ND96asr_v4", []),
+    (9, 1, "Standard_ND96asr_v4", ["too-many-processes"]),
+    (4, 1, "Standard_NC24s_v3", []),
+    (8, 1, "nc24s_v3", ["too-many-processes"]),
+    (4, 2, "Standard_NC24s_v3", ["no-infiniband"]),
+    (4, 2, "Standard_NC24rs_v3", []),
+    (64, 4, "Standard_HB120rs_v3", []),  # CPU size: many MPI ranks per node are normal
+    (64, 4, "Standard_D4s_v3", []),  # CPU size guessed from the name
+    (64, 4, "Standard_NC999xyz_v9", []),  # a guess with no GPU count: skipped
+    (64, 4, "my-k8s-instance-type", []),  # not an Azure size at all
+])
+def test_size_rules(processes, nodes, size, expected):
+    assert codes(validate_text(sized(JOB, processes, nodes, size))) == expected
+
+
+def test_size_rules_apply_to_components_and_name_the_gpu_count():
+    diags = validate_text(sized(COMPONENT, 16, 3, "Standard_NC24ads_A100_v4"))
+    assert codes(diags) == ["no-infiniband", "too-many-processes"]
+    too_many = one(diags, "too-many-processes")
+    assert "16" in too_many.message and "1 GPU" in too_many.message and too_many.severity == "error"
+    assert one(diags, "no-infiniband").severity == "warning"
+
+
+def test_tensorflow_has_no_process_rule_but_keeps_the_infiniband_warning():
+    text = JOB + "command: x\ndistribution:\n  type: tensorflow\n  worker_count: 2\n" \
+                 "resources:\n  instance_count: 2\n  instance_type: Standard_NC6s_v3\n"
+    assert codes(validate_text(text)) == ["no-infiniband"]
+
+
+# ---- unknown keys: components warn, jobs fail ----
+
+def test_unknown_distribution_keys_warn_in_components_and_fail_in_jobs():
+    extra = "command: x\ndistribution:\n  type: mpi\n  process_count: 2\nresources:\n  instance_count: 1\n  gpus: 2\n"
+    component = validate_text(COMPONENT + extra)
+    assert [(d.code, d.severity, d.field) for d in component] == [
+        ("unknown-key", "warning", "distribution.process_count"), ("unknown-key", "warning", "resources.gpus")]
+    assert component[0].hint == "did you mean 'process_count_per_instance'?"
+    job = validate_text(JOB + extra)
+    assert [(d.code, d.severity) for d in job] == [("unknown-key", "error"), ("unknown-key", "error")]
+
+
+# ---- local files ----
+
+def test_missing_code_and_environment_files_warn(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "conda.yml").write_text("name: x\n")
+    spec = tmp_path / "job.yml"
+    base = "type: command\ncommand: x\n"
+    spec.write_text(base + "code: src\nenvironment:\n  image: python:3.11\n  conda_file: conda.yml\n")
+    assert validate_file(spec) == []
+    spec.write_text(base + "code: ./srcs\nenvironment:\n  image: python:3.11\n  conda_file: env/conda.yml\n")
+    assert [(d.code, d.severity, d.line) for d in validate_file(spec)] == [
+        ("missing-code", "warning", 3), ("missing-environment-file", "warning", 6)]
+    spec.write_text(base + "code: azureml:my-code:1\nenvironment: file:./missing-env.yml\n")
+    assert codes(validate_file(spec)) == ["missing-environment-file"]
+    spec.write_text(base + "code: https://github.com/x/y.git\nenvironment:\n  build:\n    path: docker\n")
+    assert codes(validate_file(spec)) == ["missing-environment-file"]
+
+
+def test_local_paths_are_not_checked_without_a_folder():
+    assert validate_text("type: command\ncommand: x\ncode: ./nowhere\nenvironment: azureml:e:1\n") == []
+
+
+# ---- keys ----
+
+def test_non_string_keys_are_errors_at_the_key():
+    diags = validate_text(JOB + "command: x\nenvironment_variables:\n  2: a\n  yes: b\n")
+    assert [(d.code, d.line, d.col) for d in diags] == [("non-string-key", 5, 3), ("non-string-key", 6, 3)]
+    assert "YAML reads yes/no" in diags[1].hint
+
+
+# ---- validate_data without a document ----
+
+def test_validate_data_reports_at_0_0_and_detects_the_kind():
+    diags = validate_data({"type": "command", "command": "echo ${{inputs.x}}", "environment": "azureml:e:1"})
+    assert [(d.file, d.line, d.col, d.code) for d in diags] == [("<data>", 0, 0, "undeclared-input")]
+    assert codes(validate_data({"hello": 1})) == ["not-a-spec"]
+    with pytest.raises(ValueError):
+        validate_data({}, kind="nonsense")
