@@ -11,11 +11,11 @@ No azure-ai-ml import here: ``spec.to_azure()`` imports it when asked.
 from __future__ import annotations
 
 from amldist.builders._args import BuilderError
-from amldist.builders._size import BuilderWarning, NoInfiniBandWarning
+from amldist.builders._size import BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
 from amldist.builders.jobs import mpi_job, pytorch_job, tensorflow_job
 
 __all__ = [
-    "BuilderError", "BuilderWarning", "NoInfiniBandWarning",
+    "BuilderError", "BuilderWarning", "NoInfiniBandWarning", "UnknownGpuCountWarning",
     "distributed_component", "mpi_job", "pytorch_job", "tensorflow_job",
 ]
 

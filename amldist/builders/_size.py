@@ -46,6 +46,27 @@ class NoInfiniBandWarning(BuilderWarning):
     """More than one node of a size without InfiniBand: gradients cross Ethernet."""
 
 
+class UnknownGpuCountWarning(BuilderWarning):
+    """process_count_per_instance fell back to 1 on nodes that may have several GPUs."""
+
+
+def default_process_warning(size, instance_type, vm_size) -> tuple[type, str] | None:
+    """A warning when the default of 1 process per node is a guess, not the size's GPU count.
+
+    One process per node on an 8-GPU node is a common, silent mistake (7 GPUs idle), so the
+    builder says so unless it knows the size has no GPUs.
+    """
+    if size is not None and size.gpus is not None:
+        return None
+    named = vm_size or instance_type
+    what = f"the GPU count of {named!r} is unknown" if named else "no VM size was given"
+    return (
+        UnknownGpuCountWarning,
+        f"process_count_per_instance defaults to 1 because {what}; on GPU nodes pass "
+        "process_count_per_instance=<GPUs per node> (or vm_size=... for a compute cluster)",
+    )
+
+
 def resolve_size(instance_type, vm_size):
     """The VmSize the defaults come from (None when unknown), and the instance_type to write.
 

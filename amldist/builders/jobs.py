@@ -46,6 +46,7 @@ _COMMON_DOC = """
     - name, display_name, experiment_name, description, tags: job metadata.
 
     Warns NoInfiniBandWarning for more than one node of a size without InfiniBand.
+    Warnings are BuilderWarning subclasses (UserWarning): filter them by class.
     Raises BuilderError for anything ``amldist validate`` would reject.
 """
 
@@ -98,9 +99,12 @@ def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob
     env = _args.environment_variables(args["environment_variables"])
     if args["infiniband_env"]:
         env.update(_size.infiniband_env(size, instance_count, env))
+    notes = []
     if distribution_type in ("pytorch", "mpi"):
         given = _args.count("process_count_per_instance", distribution["process_count_per_instance"])
         distribution["process_count_per_instance"] = _size.processes_per_node(size, given)
+        if given is None:
+            notes.append(_size.default_process_warning(size, instance_type, vm_size))
     spec = CommandJob(
         schema=COMMAND_JOB_SCHEMA,
         type="command",
@@ -125,7 +129,7 @@ def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob
         limits=Limits(timeout=t) if (t := _args.timeout_seconds(args["timeout"])) is not None else None,
     )
     _check_with_validator(spec)
-    for category, message in _size.warnings_for(size, instance_count, env):
+    for category, message in [n for n in notes if n] + _size.warnings_for(size, instance_count, env):
         warnings.warn(message, category, stacklevel=3)  # 3: the user's call of the builder
     return spec
 
@@ -139,8 +143,8 @@ def pytorch_job(
     """A command job with ``distribution: pytorch`` (Azure ML starts one process per GPU).
 
     process_count_per_instance: processes per node; default = the size's GPUs, and 1 on CPU
-    sizes, on sizes amldist cannot count GPUs for, and when no size is given. More than the
-    size's GPUs is an error.
+    sizes, on sizes amldist cannot count GPUs for, and when no size is given (those last two
+    warn UnknownGpuCountWarning). More than the size's GPUs is an error.
     """
     args = dict(locals())
     return _build("pytorch", args, {"process_count_per_instance": process_count_per_instance})
@@ -155,8 +159,9 @@ def mpi_job(
     """A command job with ``distribution: mpi`` (Azure ML runs the command under mpirun).
 
     process_count_per_instance: MPI ranks per node; default = the size's GPUs, and 1 on CPU
-    sizes, on sizes amldist cannot count GPUs for, and when no size is given (pass it for
-    CPU MPI codes that want one rank per core). More than the size's GPUs is an error.
+    sizes, on sizes amldist cannot count GPUs for, and when no size is given (those last two
+    warn UnknownGpuCountWarning; pass it for CPU MPI codes that want one rank per core).
+    More than the size's GPUs is an error.
     """
     args = dict(locals())
     return _build("mpi", args, {"process_count_per_instance": process_count_per_instance})

@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 import amldist
-from amldist.builders import BuilderError, BuilderWarning, NoInfiniBandWarning
+from amldist.builders import BuilderError, BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
 from amldist.errors import UserError
 from amldist.spec import CommandJob, loads
 from tests.builders.cases import CASES, ENV, build
@@ -83,6 +83,35 @@ def test_builders_do_not_import_azure():
 def test_default_processes_per_node(builder, size, expected):
     job = build(builder, instance_type=size)
     assert job.distribution.process_count_per_instance == expected
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({}, "no VM size was given"),
+    ({"compute": "gpu-cluster"}, "no VM size was given"),
+    ({"instance_type": "Standard_NC24rs_v2"}, "GPU count of 'Standard_NC24rs_v2' is unknown"),
+    ({"instance_type": "gpu-large"}, "GPU count of 'gpu-large' is unknown"),
+])
+@pytest.mark.parametrize("builder", [amldist.pytorch_job, amldist.mpi_job])
+def test_a_guessed_default_of_one_process_warns(builder, kwargs, needle):
+    with pytest.warns(UnknownGpuCountWarning, match=needle) as record:
+        job = builder(command="python t.py", environment=ENV, **kwargs)
+    assert job.distribution.process_count_per_instance == 1
+    assert record[0].filename == __file__
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"instance_type": "Standard_HB120rs_v3"},  # CPU size: 1 is the documented default
+    {"instance_type": "Standard_D4s_v3"},  # guessed, but surely no GPUs
+    {"process_count_per_instance": 1},  # said explicitly
+    {"vm_size": "Standard_NC6s_v3"},
+])
+def test_no_warning_when_the_default_is_known(kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        amldist.pytorch_job(command="python t.py", environment=ENV, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        amldist.tensorflow_job(command="python t.py", environment=ENV)  # no process count in tensorflow
 
 
 def test_vm_size_gives_defaults_for_a_compute_cluster_without_writing_instance_type():
