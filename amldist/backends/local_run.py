@@ -47,7 +47,8 @@ def prepare_folder(p: LocalPlan, prepared: Prepared) -> None:
         copy_code(p.code_source, p.code_dir, skip=(os.path.dirname(p.run_dir),))
     else:
         os.makedirs(p.code_dir)
-    bundle_runtime(p.code_dir)
+    if p.add_runtime:
+        bundle_runtime(p.code_dir)
     for path, out_type in p.outputs.values():
         os.makedirs(os.path.dirname(path) if out_type == "uri_file" else path, exist_ok=True)
     os.makedirs(p.log_dir)

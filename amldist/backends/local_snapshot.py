@@ -11,7 +11,10 @@ live) are always skipped.
 
 amldist's runtime shim is then copied to ``<run>/code/amldist/runtime/`` exactly as the
 Azure backend bundles it (``amldist.runtime.bundle_files()``), so ``from amldist.runtime
-import init_distributed`` works in the script locally and on Azure alike.
+import init_distributed`` works in the script locally and on Azure alike; a code folder with
+an ``amldist`` entry of its own keeps it, without the shim, as the Azure backend does.
+Symbolic links are copied as links (Azure uploads their content; reading through them gives
+the same data, and a link to a large data folder is not copied).
 """
 
 from __future__ import annotations

@@ -1,0 +1,146 @@
+"""Local runs with real processes: what ranks see, how failures and timeouts end a run."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+
+import pytest
+
+from amldist.backends import SubmitOptions
+from amldist.backends.local import LocalBackend, plan
+from amldist.backends.local_run import launch
+from amldist.submit.prepare import prepare
+
+from .helpers import recorded_pids, survivors, write_job, worker_job
+
+SHELL_ONLY = {"PWD", "OLDPWD", "SHLVL", "_", "LC_CTYPE"}  # bash and Python's locale coercion add these
+
+
+def options(tmp_path, **kw):
+    return SubmitOptions(run_root=str(tmp_path / "runs"), grace_seconds=kw.pop("grace_seconds", 0.5),
+                         status_line=kw.pop("status_line", False), **kw)
+
+
+@pytest.mark.parametrize("dist, nodes, per_node", [("pytorch", 2, 2), ("mpi", 1, 2), ("mpi", 2, 1)])
+def test_ranks_see_the_shell_environment_plus_exactly_the_planned_variables(tmp_path, monkeypatch, dist, nodes,
+                                                                            per_node):
+    monkeypatch.setenv("RANK", "99")  # a leftover of an outer launcher
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("AMLDIST_TEST_KEPT", "yes")
+    path = worker_job(tmp_path, mode="env", dist=dist, nodes=nodes, per_node=per_node)
+    prepared = prepare(str(path))
+    opts = options(tmp_path)
+    p = plan(prepared, opts)
+    assert launch(p, prepared, opts, out=io.StringIO(), err=io.StringIO()) == 0
+    dumps = {int(f.name.split(".")[0]): json.loads(f.read_text()) for f in (tmp_path / "pids").glob("*.env.json")}
+    assert sorted(dumps) == list(range(nodes * per_node))
+    base = {k: v for k, v in os.environ.items() if k not in ("RANK", "SLURM_PROCID")}
+    for rank, dump in dumps.items():
+        env = {k: v for k, v in dump["env"].items() if k not in SHELL_ONLY}
+        expected = p.ranks[rank].added
+        extra = {k: v for k, v in env.items() if k not in base or base[k] != v}
+        if p.processes is not p.ranks:  # under the real mpirun: Open MPI adds its own plumbing
+            plumbing = ("OMPI_", "PMIX_", "PRTE_", "HWLOC_", "OPAL_", "LD_LIBRARY_PATH")
+            extra = {k: v for k, v in extra.items() if not k.startswith(plumbing) or k.startswith("OMPI_COMM_WORLD_")}
+            extra.pop("OMPI_COMM_WORLD_NODE_RANK", None)  # mpirun's own value; not a variable Azure documents
+            expected = {k: v for k, v in expected.items() if k != "OMPI_COMM_WORLD_NODE_RANK"}
+        assert extra == expected
+        assert "RANK" not in env or env["RANK"] == expected.get("RANK")
+        assert "SLURM_PROCID" not in env
+        assert env["AMLDIST_TEST_KEPT"] == "yes"
+        assert dump["cwd"] == os.path.join(p.run_dir, "code")
+
+
+def test_a_failing_rank_stops_the_others_and_reports_its_log(tmp_path):
+    path = worker_job(tmp_path, mode="fail", nodes=2, per_node=2, fail_rank=2)
+    err = io.StringIO()
+    prepared = prepare(str(path))
+    opts = options(tmp_path)
+    started = time.monotonic()
+    code = launch(plan(prepared, opts), prepared, opts, out=io.StringIO(), err=err)
+    assert code == 1
+    assert time.monotonic() - started < 30  # not the 120 s the others would sleep
+    assert "rank 2 of job" in err.getvalue() and "exited with code 3" in err.getvalue()
+    assert "boom: failing on purpose" in err.getvalue()  # the tail of its log
+    pids = recorded_pids(tmp_path / "pids")
+    assert len(pids) == 8  # 4 ranks and their 4 grandchildren
+    assert survivors(pids) == []
+
+
+def test_a_failing_rank_under_mpirun_stops_every_rank(tmp_path):
+    path = worker_job(tmp_path, mode="fail", dist="mpi", per_node=3, fail_rank=1)
+    err = io.StringIO()
+    prepared = prepare(str(path))
+    opts = options(tmp_path)
+    code = launch(plan(prepared, opts), prepared, opts, out=io.StringIO(), err=err)
+    assert code == 1
+    assert "rank 1 of job" in err.getvalue(), err.getvalue()
+    pids = recorded_pids(tmp_path / "pids")
+    assert len(pids) >= 2  # the failing rank at least; others may be stopped before they wrote theirs
+    assert survivors(pids) == []
+
+
+def test_a_hanging_job_ends_at_its_timeout(tmp_path):
+    path = worker_job(tmp_path, mode="hang", per_node=2, extra="limits: {timeout: 3}\n")
+    err = io.StringIO()
+    prepared = prepare(str(path))
+    opts = options(tmp_path)
+    started = time.monotonic()
+    code = launch(plan(prepared, opts), prepared, opts, out=io.StringIO(), err=err)
+    assert code == 1
+    assert 3 <= time.monotonic() - started < 30
+    assert "limits.timeout (3s)" in err.getvalue()
+    pids = recorded_pids(tmp_path / "pids")
+    assert len(pids) == 4
+    assert survivors(pids) == []
+
+
+def test_background_processes_left_by_a_finished_command_are_stopped(tmp_path):
+    marker = tmp_path / "bg.pid"
+    path = write_job(tmp_path, f"command: sleep 120 & echo $! > {marker}; exit 0\n")
+    prepared = prepare(str(path))
+    assert LocalBackend().submit(prepared, options(tmp_path)) == 0
+    assert survivors([int(marker.read_text())]) == []
+
+
+def test_the_status_line_is_drawn_only_when_asked(tmp_path):
+    path = write_job(tmp_path, "command: sleep 1.2\n")
+    prepared = prepare(str(path))
+    for status, expected in ((True, True), (False, False)):
+        out = io.StringIO()
+        opts = options(tmp_path, status_line=status)
+        assert launch(plan(prepared, opts), prepared, opts, out=out, err=io.StringIO()) == 0
+        assert ("\r\x1b[K[amldist]" in out.getvalue()) is expected
+
+
+def test_outputs_snapshot_and_logs_land_in_a_new_run_folder_each_time(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "keep.txt").write_text("code")
+    (tmp_path / "src" / "skip.log").write_text("ignored")
+    (tmp_path / "src" / ".amlignore").write_text("*.log\n")
+    path = write_job(tmp_path, """
+        command: >-
+          cat keep.txt > ${{outputs.result}}/copy.txt && ls > listing.txt && python -c
+          "import amldist.runtime, sys; print(amldist.runtime.__file__)"
+        outputs:
+          result: {type: uri_folder}
+        """)
+    prepared = prepare(str(path))
+    runs = []
+    for _ in range(2):
+        out = io.StringIO()
+        opts = options(tmp_path)
+        p = plan(prepared, opts)
+        assert launch(p, prepared, opts, out=out, err=io.StringIO()) == 0
+        runs.append(p.run_dir)
+        assert (tmp_path / "runs" / p.job_name / "outputs" / "result" / "copy.txt").read_text() == "code"
+        listing = (tmp_path / "runs" / p.job_name / "code" / "listing.txt").read_text().split()
+        assert "keep.txt" in listing and "skip.log" not in listing and "amldist" in listing
+        log = (tmp_path / "runs" / p.job_name / "user_logs" / "std_log.txt").read_text()
+        assert log.strip() == os.path.join(p.run_dir, "code", "amldist", "runtime", "__init__.py")
+        assert (tmp_path / "runs" / p.job_name / "job.yml").is_file()
+    assert runs[0] != runs[1]
+    assert not (tmp_path / "src" / "listing.txt").exists()  # the user's folder is only read
