@@ -21,22 +21,26 @@ Detection order (first match wins), and why:
 1. torchrun / torch.distributed.launch (TORCHELASTIC_RUN_ID): torchrun spawned this process
    itself, so its variables describe this worker; MPI or Slurm variables beside them were
    inherited from whatever started torchrun's agent and are ignored.
-2. RANK and WORLD_SIZE (Azure ML ``distribution: pytorch``, Kubeflow, by hand): exactly what
-   env:// reads, so they win. LOCAL_WORLD_SIZE, which Azure ML does not set, comes from
-   AZUREML_NODE_COUNT or the node rank, else one node is assumed. If a launcher below is present
-   too, RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE must agree with it: stacked launchers
-   that disagree make ranks pick wrong GPUs and peers.
-3. Open MPI (OMPI_COMM_WORLD_*), then MVAPICH (MV2_COMM_WORLD_*), then Intel MPI / MPICH
+2. Open MPI (OMPI_COMM_WORLD_*), then MVAPICH (MV2_COMM_WORLD_*), then Intel MPI / MPICH
    (PMI_RANK or PMIX_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS): Open MPI first because
-   Azure ML's MPI images use it; the MPI-specific names before PMI_*, which several MPIs share.
-   node_rank = rank // local size (never OMPI_COMM_WORLD_NODE_RANK, which is not the node index).
-4. Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES,
+   Azure ML's MPI images use it (it also sets PMIX_RANK); the MPI-specific names before PMI_*,
+   which several MPIs share. node_rank = rank // local size (never OMPI_COMM_WORLD_NODE_RANK,
+   which is not the node index).
+3. Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES,
    SLURM_TASKS_PER_NODE or SLURM_NTASKS_PER_NODE, SLURM_NODELIST): after MPI because an mpirun
    inside a Slurm allocation is what started the ranks. Run one task per rank with ``srun``: a
    batch script itself looks like rank 0 of the whole allocation.
-5. TF_CONFIG (Azure ML ``distribution: tensorflow``): rank = place among chief then workers;
-   last, because it is the weakest sign of a torch world.
+4. TF_CONFIG (Azure ML ``distribution: tensorflow``): rank = place among chief then workers;
+   last of these, because it is the weakest sign of a torch world.
+5. RANK and WORLD_SIZE alone (Azure ML ``distribution: pytorch``, Kubeflow, by hand): what
+   env:// reads. LOCAL_WORLD_SIZE, which Azure ML does not set, comes from AZUREML_NODE_COUNT
+   or, on later nodes, from the node rank; otherwise one node is assumed.
 6. Nothing: a world of one.
+
+When RANK, WORLD_SIZE, LOCAL_RANK or LOCAL_WORLD_SIZE are set beside a launcher of 2-4 (two
+launchers stacked, or a helper that copied them), they must agree with it, or DistEnvError:
+disagreeing launchers make ranks pick wrong GPUs and peers and the job hangs. When they agree,
+the launcher's own view is used, since it also knows the node layout.
 
 MASTER_ADDR (or its alias MASTER_IP) and MASTER_PORT win whenever they are set. Otherwise:
 

@@ -11,13 +11,13 @@ from .slurm import Slurm
 from .tfconfig import TfConfig
 from .torch_env import PytorchEnv, TorchElastic
 
-# Launchers that may sit underneath torch's own variables, most specific first: mpirun before
-# Slurm because an mpirun inside a Slurm allocation is the one that started the ranks (the
-# SLURM_* variables then describe the allocation), TF_CONFIG last because it is the weakest sign
-# that this process belongs to a torch world.
-UNDERLYING = (OPEN_MPI, MVAPICH, PMI, Slurm, TfConfig)
+# After torchrun, most specific first: mpirun before Slurm because an mpirun inside a Slurm
+# allocation is the one that started the ranks (the SLURM_* variables then describe the
+# allocation), TF_CONFIG last because it is the weakest sign that this process belongs to a
+# torch world.
+LAUNCHERS = (OPEN_MPI, MVAPICH, PMI, Slurm, TfConfig)
 
-# torch's variables and the DistEnv fields they must agree with when another launcher is there.
+# torch's variables and the DistEnv fields they must agree with when one of LAUNCHERS is there.
 _TORCH_VARS = (("RANK", "rank"), ("WORLD_SIZE", "world_size"), ("LOCAL_RANK", "local_rank"),
                ("LOCAL_WORLD_SIZE", "local_world_size"))
 
@@ -34,17 +34,18 @@ def detect(environ: Mapping[str, str] | None = None) -> DistEnv:
         # torchrun spawned this process itself; any MPI or Slurm variables were inherited from
         # whatever started torchrun and describe that agent, not this worker.
         return TorchElastic.read(EnvReader(environ))
-    launcher = next((candidate for candidate in UNDERLYING if candidate.detect(environ)), None)
+    launcher = next((candidate for candidate in LAUNCHERS if candidate.detect(environ)), None)
     if launcher is not None:
         reader = EnvReader(environ)
-        underneath = launcher.read(reader)
-        _check_torch_vars(environ, underneath, lambda var, field: (
-            f"launchers disagree: {var}={environ[var].strip()} but {reader.describe(field, getattr(underneath, field))}; "
+        env = launcher.read(reader)
+        # RANK & co. beside it (stacked launchers, a helper script): they must say the same; then
+        # the launcher's own view wins, as it also knows the node layout.
+        _check_torch_vars(environ, env, lambda var, field: (
+            f"launchers disagree: {var}={environ[var].strip()} but {reader.describe(field, getattr(env, field))}; "
             "start the script with one launcher, or unset the other one's variables"))
+        return env
     if PytorchEnv.detect(environ):
         return PytorchEnv.read(EnvReader(environ))
-    if launcher is not None:
-        return underneath
     return _world_of_one(environ)
 
 

@@ -69,11 +69,9 @@ def _host_of(master_node: str) -> str:
     return host if sep and port.isdigit() else master_node.strip()
 
 
-OPEN_MPI = MpiLauncher(
-    "openmpi", ("OMPI_COMM_WORLD_RANK",), "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"
-)
-MVAPICH = MpiLauncher(
-    "mvapich", ("MV2_COMM_WORLD_RANK",), "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"
-)
+OPEN_MPI = MpiLauncher("openmpi", ("OMPI_COMM_WORLD_RANK",), "OMPI_COMM_WORLD_SIZE",
+                       "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")
+MVAPICH = MpiLauncher("mvapich", ("MV2_COMM_WORLD_RANK",), "MV2_COMM_WORLD_SIZE",
+                      "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE")
 # Intel MPI and MPICH's hydra; PMIX_RANK replaces PMI_RANK when the job runs under PMIx.
 PMI = MpiLauncher("pmi", ("PMI_RANK", "PMIX_RANK"), "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")

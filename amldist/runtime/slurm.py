@@ -42,8 +42,9 @@ class Slurm:
         return r.build(
             Slurm.name, rank=rank, local_rank=local_rank, world_size=world_size,
             local_world_size=local_world_size, node_rank=node_rank, num_nodes=num_nodes,
-            master_addr=r.master_addr(default_addr, list_var or "default",
-                                      missing=f"MASTER_ADDR, MASTER_IP or SLURM_NODELIST must be set when SLURM_NNODES={num_nodes}"),
+            master_addr=r.master_addr(
+                default_addr, list_var or "default",
+                missing=f"MASTER_ADDR, MASTER_IP or SLURM_NODELIST must be set when SLURM_NNODES={num_nodes}"),
             master_port=r.master_port(DEFAULT_PORT),
         )
 

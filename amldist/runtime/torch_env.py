@@ -35,7 +35,8 @@ class TorchElastic:
         return r.build(
             TorchElastic.name, rank=rank, local_rank=local_rank, world_size=world_size,
             local_world_size=local_world_size, node_rank=node_rank, num_nodes=num_nodes,
-            master_addr=r.master_addr(None, missing=f"MASTER_ADDR must be set{why}"), master_port=r.master_port(DEFAULT_PORT),
+            master_addr=r.master_addr(None, missing=f"MASTER_ADDR must be set{why}"),
+            master_port=r.master_port(DEFAULT_PORT),
         )
 
 
@@ -72,7 +73,8 @@ class PytorchEnv:
         return r.build(
             PytorchEnv.name, rank=rank, local_rank=local_rank, world_size=world_size,
             local_world_size=local_world_size, node_rank=node_rank, num_nodes=num_nodes,
-            master_addr=r.master_addr(default_addr, missing=f"MASTER_ADDR (or MASTER_IP) must be set when WORLD_SIZE={world_size}"),
+            master_addr=r.master_addr(
+                default_addr, missing=f"MASTER_ADDR (or MASTER_IP) must be set when WORLD_SIZE={world_size}"),
             master_port=r.master_port(DEFAULT_PORT),
         )
 

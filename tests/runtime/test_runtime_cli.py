@@ -54,7 +54,8 @@ def test_help_exits_0(capsys):
     assert "usage:" in capsys.readouterr().out
 
 
-def run_module(args: list[str], env: dict[str, str], cwd: Path | None = None, python_flags=()) -> subprocess.CompletedProcess:
+def run_module(args: list[str], env: dict[str, str], cwd: Path | None = None,
+               python_flags=()) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *python_flags, "-m", "amldist.runtime", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=60)
 

@@ -136,6 +136,13 @@ def test_openmpi_per_node_launch_makes_rank_the_node_rank():
     assert fields(env, "node_rank", "num_nodes", "local_world_size") == (3, 4, 1)
 
 
+def test_agreeing_torch_variables_beside_mpirun_keep_mpis_node_layout():
+    # e.g. a helper copied OMPI_* into RANK & co. and took a wrong NODE_RANK; the export fixes it
+    env = detect(openmpi(5, 8, 1, 4, AZ_BATCH_MASTER_NODE="m:1", RANK="5", WORLD_SIZE="8", LOCAL_RANK="1",
+                         NODE_RANK="3", MASTER_ADDR="m", MASTER_PORT="6105"))
+    assert fields(env, "launcher", "node_rank", "num_nodes", "local_world_size") == ("openmpi", 1, 2, 4)
+
+
 def test_mvapich_variables():
     env = detect(dict(MV2_COMM_WORLD_RANK="3", MV2_COMM_WORLD_SIZE="4", MV2_COMM_WORLD_LOCAL_RANK="1",
                       MV2_COMM_WORLD_LOCAL_SIZE="2", MASTER_ADDR="m"))

@@ -39,7 +39,8 @@ def test_warns_when_infiniband_is_disabled_where_present():
 @pytest.mark.parametrize("gpus, warned", [(1, True), (2, True), (4, False), (8, False)])
 def test_warns_about_graph_file_below_four_gpus(gpus, warned):
     env = DistEnv("pytorch", 0, 0, gpus, gpus, 0, 1, "h", 1)
-    found = [w for w in warnings(diagnose(env, {"NCCL_GRAPH_FILE": "/opt/topo.xml"}, gpus, False)) if "NCCL_GRAPH_FILE" in w]
+    lines = diagnose(env, {"NCCL_GRAPH_FILE": "/opt/topo.xml"}, gpus, False)
+    found = [w for w in warnings(lines) if "NCCL_GRAPH_FILE" in w]
     assert bool(found) == warned
 
 

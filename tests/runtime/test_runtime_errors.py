@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from amldist.runtime import DistEnvError, detect
@@ -10,6 +12,12 @@ OMPI = dict(OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_
             OMPI_COMM_WORLD_LOCAL_SIZE="2")
 PYTORCH = dict(RANK="1", LOCAL_RANK="1", WORLD_SIZE="2", MASTER_ADDR="h", MASTER_PORT="5000")
 TORCHRUN = dict(PYTORCH, TORCHELASTIC_RUN_ID="r", LOCAL_WORLD_SIZE="2")
+
+
+def tf_config(cluster: dict, task: dict) -> dict[str, str]:
+    return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": task})}
+
+
 SLURM = dict(SLURM_PROCID="1", SLURM_NTASKS="2", SLURM_LOCALID="1", SLURM_NODEID="0", SLURM_NNODES="1",
              SLURM_TASKS_PER_NODE="2", SLURM_NODELIST="n1")
 
@@ -37,7 +45,8 @@ CASES = {
                                           ["SLURM_NODEID=1", "SLURM_TASKS_PER_NODE"]),
     "local size > world size": (dict(PYTORCH, LOCAL_WORLD_SIZE="4"), ["LOCAL_WORLD_SIZE=4", "WORLD_SIZE=2"]),
     "node rank >= nodes": (dict(PYTORCH, LOCAL_WORLD_SIZE="2", NODE_RANK="1"), ["NODE_RANK=1"]),
-    "uneven mpi layout": (dict(OMPI, OMPI_COMM_WORLD_SIZE="3"), ["OMPI_COMM_WORLD_SIZE=3", "OMPI_COMM_WORLD_LOCAL_SIZE=2"]),
+    "uneven mpi layout": (dict(OMPI, OMPI_COMM_WORLD_SIZE="3"),
+                          ["OMPI_COMM_WORLD_SIZE=3", "OMPI_COMM_WORLD_LOCAL_SIZE=2"]),
     "uneven azureml node count": (dict(PYTORCH, WORLD_SIZE="3", AZUREML_NODE_COUNT="2"),
                                   ["WORLD_SIZE=3", "AZUREML_NODE_COUNT=2"]),
     "uneven pytorch layout": (dict(PYTORCH, RANK="4", LOCAL_RANK="0", WORLD_SIZE="6", NODE_RANK="3"),
@@ -49,7 +58,7 @@ CASES = {
                                    ["WORLD_SIZE=4", "SLURM_NTASKS=2"]),
     "LOCAL_WORLD_SIZE vs MPI_LOCALNRANKS": (dict(PMI_RANK="0", PMI_SIZE="2", MPI_LOCALRANKID="0", MPI_LOCALNRANKS="2",
                                                  LOCAL_WORLD_SIZE="1"), ["LOCAL_WORLD_SIZE=1", "MPI_LOCALNRANKS=2"]),
-    "RANK vs TF_CONFIG": (dict(TF_CONFIG='{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}}',
+    "RANK vs TF_CONFIG": (dict(tf_config({"worker": ["a:1", "b:1"]}, {"type": "worker", "index": 1}),
                                RANK="0", WORLD_SIZE="2", MASTER_ADDR="a"), ["RANK=0", "TF_CONFIG"]),
     "MASTER_ADDR vs MASTER_IP": (dict(PYTORCH, MASTER_IP="other"), ["MASTER_ADDR='h'", "MASTER_IP='other'"]),
     "stray LOCAL_RANK without launcher": (dict(LOCAL_RANK="1"), ["LOCAL_RANK=1", "world of one"]),
@@ -61,23 +70,24 @@ CASES = {
     "mpi several nodes without master": (dict(OMPI, OMPI_COMM_WORLD_SIZE="4"),
                                          ["MASTER_ADDR", "AZ_BATCH_MASTER_NODE", "OMPI_COMM_WORLD_SIZE=4"]),
     "pytorch several ranks without master": ({"RANK": "0", "WORLD_SIZE": "2"}, ["MASTER_ADDR", "WORLD_SIZE=2"]),
-    "torchrun without local world size": (dict(PYTORCH, TORCHELASTIC_RUN_ID="r"), ["LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"]),
-    "slurm without tasks per node": (dict(SLURM, SLURM_TASKS_PER_NODE=""), ["SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"]),
-    "slurm several nodes without node list": (dict(SLURM, SLURM_NODELIST="", SLURM_NNODES="2", SLURM_TASKS_PER_NODE="1(x2)"),
-                                              ["MASTER_ADDR", "SLURM_NODELIST", "SLURM_NNODES=2"]),
+    "torchrun without local world size": (dict(PYTORCH, TORCHELASTIC_RUN_ID="r"),
+                                          ["LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"]),
+    "slurm without tasks per node": (dict(SLURM, SLURM_TASKS_PER_NODE=""),
+                                     ["SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"]),
+    "slurm several nodes without node list": (
+        dict(SLURM, SLURM_NODELIST="", SLURM_NNODES="2", SLURM_TASKS_PER_NODE="1(x2)"),
+        ["MASTER_ADDR", "SLURM_NODELIST", "SLURM_NNODES=2"]),
     "slurm bad tasks per node": (dict(SLURM, SLURM_TASKS_PER_NODE="4(2)"), ["SLURM_TASKS_PER_NODE='4(2)'"]),
     "slurm bad node list": (dict(SLURM, SLURM_NODELIST="gpu[1-"), ["SLURM_NODELIST='gpu[1-'"]),
     # TF_CONFIG
     "tf_config not json": (dict(TF_CONFIG="{cluster: x"), ["TF_CONFIG", "JSON"]),
     "tf_config not an object": (dict(TF_CONFIG="[1, 2]"), ["TF_CONFIG", "cluster"]),
-    "tf_config bad worker list": (dict(TF_CONFIG='{"cluster": {"worker": "a:1"}, "task": {"type": "worker"}}'),
-                                  ["TF_CONFIG", "worker"]),
-    "tf_config bad index": (dict(TF_CONFIG='{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "0"}}'),
-                            ["TF_CONFIG", "index"]),
-    "tf_config parameter server": (dict(TF_CONFIG='{"cluster": {"worker": ["a:1"], "ps": ["p:1"]}, '
-                                                  '"task": {"type": "ps", "index": 0}}'), ["TF_CONFIG", "'ps'"]),
-    "tf_config index out of range": (dict(TF_CONFIG='{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}'),
-                                     ["TF_CONFIG", "3"]),
+    "tf_config bad worker list": (tf_config({"worker": "a:1"}, {"type": "worker"}), ["TF_CONFIG", "worker"]),
+    "tf_config bad index": (tf_config({"worker": ["a:1"]}, {"type": "worker", "index": "0"}), ["TF_CONFIG", "index"]),
+    "tf_config parameter server": (tf_config({"worker": ["a:1"], "ps": ["p:1"]}, {"type": "ps", "index": 0}),
+                                   ["TF_CONFIG", "'ps'"]),
+    "tf_config index out of range": (tf_config({"worker": ["a:1"]}, {"type": "worker", "index": 3}),
+                                     ["TF_CONFIG", "'worker' 3"]),
 }
 
 
