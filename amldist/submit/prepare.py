@@ -70,10 +70,13 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
         data = overrides.apply_sets(doc.data, sets)
         data = overrides.apply_inputs(data, input_values, cwd=cwd, file=file)
         data = _apply_counts(data, instance_count, process_count_per_instance, file)
-        diagnostics = validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir, doc=doc)
+        # The text locates findings inside the command; only valid while --set left the command alone.
+        same_command = isinstance(doc.data, dict) and data.get("command") == doc.data.get("command")
+        diagnostics = validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir, doc=doc,
+                                    text=text if same_command else None)
         _check(file, diagnostics, kept)
     else:
-        _check(file, validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc), kept)
+        _check(file, validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text), kept)
         data = _as_job(from_data(doc.data, file=file), base_dir, input_values, instance_count,
                        process_count_per_instance)
         data = overrides.apply_sets(data, sets)

@@ -115,6 +115,21 @@ def test_an_invalid_spec_starts_nothing(cli, here):
     assert not marker.exists() and run_folders(here) == []
 
 
+def test_an_invalid_file_gets_the_diagnostics_amldist_validate_prints(cli, here):
+    path = write_job(here, """
+        command: python worker.py ${{inputs.nope}}
+        distribution: {type: PyTorch, process_count_per_instanc: 2}
+        """)
+    code, out, err = cli("validate", str(path))
+    assert code == 1
+    expected = [line for line in (out + err).splitlines() if ": error " in line]
+    assert len(expected) == 2
+    code, out, err = cli("submit", str(path), "--local")
+    assert code == 1
+    assert [line for line in err.splitlines() if ": error " in line] == expected
+    assert run_folders(here) == []
+
+
 def test_dry_run_prints_ranks_with_secrets_masked_and_starts_nothing(cli, here):
     marker = here / "started"
     path = write_job(here, f"""

@@ -144,3 +144,17 @@ def test_outputs_snapshot_and_logs_land_in_a_new_run_folder_each_time(tmp_path):
         assert (tmp_path / "runs" / p.job_name / "job.yml").is_file()
     assert runs[0] != runs[1]
     assert not (tmp_path / "src" / "listing.txt").exists()  # the user's folder is only read
+
+
+def test_a_code_folder_holding_the_run_root_is_not_copied_into_itself(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('ok')\n")
+    path = write_job(tmp_path, "command: ls -a\n")
+    path.write_text(path.read_text().replace("code: src", "code: ."))
+    prepared = prepare(str(path))
+    for _ in range(2):  # the second run finds the first run's folder inside the code folder
+        opts = SubmitOptions(grace_seconds=0.5, status_line=False)
+        p = plan(prepared, opts)
+        assert launch(p, prepared, opts, out=io.StringIO(), err=io.StringIO()) == 0
+        listing = (tmp_path / ".amldist" / "runs" / p.job_name / "user_logs" / "std_log.txt").read_text().split()
+        assert "train.py" in listing and ".amldist" not in listing
