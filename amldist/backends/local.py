@@ -268,7 +268,7 @@ def _count(value, default: int, field_name: str, file: str, *, minimum: int = 1)
 
 def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
     """The dry-run text: each rank's command line and the variables amldist sets (masked)."""
-    rel = lambda path: os.path.relpath(path, cwd or os.getcwd())  # noqa: E731
+    rel = lambda path: os.path.relpath(path, cwd or os.getcwd())
     lines = [f"job {p.job_name}: {p.kind}, {len(p.ranks)} process(es); run folder {rel(p.run_dir)} (not created)"]
     lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.code_dir) if p.code_source else 'none'}"
                  + (" (+ amldist/runtime)" if p.add_runtime else ""))

@@ -234,7 +234,7 @@ def _failing_rank(p: LocalPlan, mpirun_spec):
 
     text = _tail(mpirun_spec.log_path, 200)
     # Open MPI 5: "Process name: [prterun-host-123@1,2]" (the rank after the comma); older: "rank 2".
-    match = re.search(r"Process name:\s*\[[^\]]*,(\d+)\]", text) or re.search(r"rank\s+(\d+)", text, re.I)
+    match = re.search(r"Process name:\s*\[[^\]]*,(\d+)\]", text) or re.search(r"rank\s+(\d+)", text, re.IGNORECASE)
     if match and int(match.group(1)) < len(p.ranks):
         return p.ranks[int(match.group(1))]
     return mpirun_spec

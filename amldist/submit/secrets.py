@@ -10,7 +10,7 @@ Only printing is affected: the processes and the service still get the real valu
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CONNECTION_STRING", "SAS")
 MASK = "***"

@@ -14,7 +14,7 @@ from amldist.backends.local import LocalBackend, plan
 from amldist.backends.local_run import launch
 from amldist.submit.prepare import prepare
 
-from .helpers import recorded_pids, survivors, write_job, worker_job
+from .helpers import recorded_pids, survivors, worker_job, write_job
 
 SHELL_ONLY = {"PWD", "OLDPWD", "SHLVL", "_", "LC_CTYPE"}  # bash and Python's locale coercion add these
 
