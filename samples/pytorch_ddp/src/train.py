@@ -1,8 +1,8 @@
 """DistributedDataParallel on synthetic data: every launcher, one script.
 
 amldist.runtime.init_distributed() reads whatever launcher started this process (Azure ML's
-PyTorch distribution, torchrun, mpirun, Slurm, TF_CONFIG) and forms the process group: gloo on
-CPU, nccl on GPUs. The data is a fixed random regression problem, so the loss must fall and
+PyTorch distribution, torchrun, mpirun, Slurm, TF_CONFIG) and forms the process group: nccl when
+each process of a node has a GPU, gloo otherwise. The data is a fixed random regression problem, so the loss must fall and
 every rank must end with the same weights; the script checks both and exits non-zero if not.
 """
 
@@ -18,7 +18,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
-from amldist.runtime import destroy, init_distributed
+from amldist.runtime import destroy, detect, init_distributed
 
 
 def synthetic_data(samples=2048, features=16):
@@ -44,8 +44,12 @@ def main():
     args = parser.parse_args()
 
     torch.set_num_threads(1)  # several ranks share the CPU cores
-    env = init_distributed()
-    device = torch.device(f"cuda:{env.local_rank}" if torch.cuda.is_available() else "cpu")
+    # nccl when every process of this node can have a GPU of its own, gloo on the CPU otherwise
+    # (a laptop, a CPU cluster, or more processes than GPUs as in the 2 x 2 local run).
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    use_gpu = gpus > 0 and gpus >= detect().local_world_size
+    env = init_distributed(backend="nccl" if use_gpu else "gloo")
+    device = torch.device(f"cuda:{env.local_rank}" if use_gpu else "cpu")
     print(f"rank {env.rank}/{env.world_size} (local {env.local_rank}/{env.local_world_size}, node "
           f"{env.node_rank}/{env.num_nodes}) via {env.launcher}, master {env.master_addr}:{env.master_port}",
           flush=True)
