@@ -205,7 +205,8 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
                    docker_args=None, timeout_seconds=None) -> CommandComponent:
     """The v2 command component equivalent to a legacy DistributedComponent (a spec or a file path).
 
-    Paths in the result are relative to the legacy file's folder. Anything dropped is reported as a
+    Paths in the result are relative to the legacy file's folder (for a spec object: the current
+    directory, which is also where a pip requirements file is read). Anything dropped is reported as a
     ConversionWarning (``warnings``); anything that cannot be expressed raises a UserError.
     """
     legacy, path = load_legacy(spec_or_path)
@@ -225,7 +226,8 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
         raise UserError(f"shm_size must look like 2g or 512m, got {shm_size!r}")
     timeout = _positive_int(timeout_seconds, "timeout_seconds")
     code = legacy.code if legacy.code is not None else "."
-    tags = dict(legacy.tags or {})
+    # v2 tags are strings; legacy ones may be numbers, booleans or empty
+    tags = {str(k): "" if v is None else str(v) for k, v in (legacy.tags or {}).items()}
     if timeout is not None:
         tags[TIMEOUT_TAG] = str(timeout)
     name = v2_name(str(legacy.name))

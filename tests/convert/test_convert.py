@@ -97,6 +97,11 @@ def test_mapping_of_a_full_spec():
     assert "limits" not in data
 
 
+def test_tags_become_strings():
+    tags = {"owner": "x", "priority": 2, "gpu": True, "empty": None}
+    assert convert_legacy(legacy(tags=tags)).tags == {"owner": "x", "priority": "2", "gpu": "True", "empty": ""}
+
+
 def test_arguments_written_as_a_list():
     launcher = Launcher(type="mpi", additional_arguments=["python", "t.py", "[--lr {inputs.lr}]", "{inputs.data}"])
     assert convert_legacy(legacy(launcher=launcher)).command == "python t.py $[[--lr ${{inputs.lr}}]] ${{inputs.data}}"
