@@ -125,6 +125,8 @@ def _environment(env, code: str, base_dir: str):
                 "inexpressible", "environment has both a Dockerfile build and conda; v2 builds only the Dockerfile",
                 hint="install the conda dependencies in the Dockerfile",
             )
+        if docker.get("image"):
+            warnings.warn("environment: docker.build given, so docker.image is ignored", ConversionWarning, 3)
         path = _join(code, dockerfile[len("file:"):])
         out["build"] = {"path": posixpath.dirname(path) or ".", "dockerfile_path": posixpath.basename(path)}
     else:

@@ -147,6 +147,9 @@ def test_environment_problems():
                                            "conda": {"conda_dependencies": {"dependencies": []}}}))
     with pytest.warns(ConversionWarning, match="no environment"):
         assert convert_legacy(legacy(environment=None)).environment == {"image": DEFAULT_IMAGE}
+    with pytest.warns(ConversionWarning, match="docker.image is ignored"):
+        env = convert_legacy(legacy(environment={"docker": {"image": "x", "build": {"dockerfile": "file:Dockerfile"}}}))
+    assert env.environment == {"build": {"path": ".", "dockerfile_path": "Dockerfile"}}
     with pytest.warns(ConversionWarning, match="docker and conda are ignored"):
         convert_legacy(legacy(environment={"name": "e", "docker": {"image": "x"}}))
 
