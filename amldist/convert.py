@@ -157,13 +157,13 @@ def _additional_includes(path: str | None) -> list | None:
     includes = os.path.splitext(path)[0] + ".additional_includes"
     if not os.path.isfile(includes):
         return None
-    from amldist.spec import load_yaml
+    from amldist.spec import YamlError, load_yaml
 
     with open(includes, encoding="utf-8") as fh:
         text = fh.read()
     try:
         data = load_yaml(text).data
-    except Exception:  # a plain list of lines is not always valid YAML
+    except YamlError:  # a plain list of lines is not always valid YAML
         data = None
     lines = data.get("additional_includes", []) if isinstance(data, dict) else text.splitlines()
     lines = [x for x in lines if not isinstance(x, str) or x.strip()]

@@ -65,8 +65,8 @@ def command_problems(command: str, inputs: dict | None, outputs: dict | None) ->
             problems.append((
                 "optional-input-outside-group",
                 f"optional input {ref.name!r} is used outside an optional group",
-                f"wrap its argument in brackets, e.g. [--{ref.name} {{inputs.{ref.name}}}], "
-                "so that it is left out when the input is not given",
+                (f"wrap its argument in brackets, e.g. [--{ref.name} {{inputs.{ref.name}}}], "
+                 "so that it is left out when the input is not given"),
             ))
     return problems
 

@@ -32,8 +32,8 @@ Standard library only, no I/O: the validator reuses it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Union
 
 from amldist.errors import UserError
 
@@ -75,14 +75,11 @@ class Group:
     end: int  # offset just past the closing bracket
 
 
-Part = Union[str, Placeholder, Group]
-
-
 @dataclass(frozen=True)
 class ParsedCommand:
     text: str
     syntax: str
-    parts: tuple  # of Part
+    parts: tuple  # of str | Placeholder | Group
 
 
 @dataclass(frozen=True)
@@ -251,7 +248,7 @@ def references(command, syntax: str | None = None) -> list[Reference]:
     return out
 
 
-def render(parts: Iterable[Part], syntax: str) -> str:
+def render(parts: Iterable, syntax: str) -> str:
     """Write parts back as text in the given syntax."""
     ref = "{{{}.{}}}" if syntax == LEGACY else "${{{{{}.{}}}}}"
     opening, closing = ("[", "]") if syntax == LEGACY else ("$[[", "]]")
@@ -296,7 +293,7 @@ def drop_unset_groups(command, is_set: Callable[[Reference], bool] | Iterable[st
     """
     if not callable(is_set):
         names = set(is_set)
-        is_set = lambda ref: ref.source == "outputs" or ref.name in names  # noqa: E731
+        is_set = lambda ref: ref.source == "outputs" or ref.name in names
     parsed = _as_parsed(command, syntax)
     out_syntax = parsed.syntax
 

@@ -1,6 +1,5 @@
 """amldist.convert: legacy DistributedComponent -> v2 command component, component -> job."""
 
-import os
 import warnings
 
 import pytest
@@ -17,7 +16,7 @@ from amldist.convert import (
     v2_name,
 )
 from amldist.errors import UserError
-from amldist.legacy_builder import ComponentSpecError, distributed_component, v2_port_type
+from amldist.legacy_builder import ComponentSpecError, v2_port_type
 from amldist.spec import CommandComponent, DistributedComponent, Launcher
 from tests.conftest import conformance_files
 

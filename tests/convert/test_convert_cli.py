@@ -7,7 +7,7 @@ import pytest
 from amldist.commands.convert import HEADER
 from amldist.convert import convert_legacy
 from amldist.legacy_builder import validator
-from amldist.spec import Launcher, DistributedComponent, load, loads
+from amldist.spec import load, loads
 from amldist.spec.yamlio import load_yaml
 
 LEGACY_TEXT = """\

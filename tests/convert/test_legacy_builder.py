@@ -3,8 +3,8 @@
 import pytest
 
 from amldist import spec
-from amldist.legacy_builder import LEGACY_SCHEMA, ComponentSpecError, distributed_component, validator
 from amldist.errors import UserError
+from amldist.legacy_builder import LEGACY_SCHEMA, ComponentSpecError, distributed_component, validator
 from amldist.spec.yamlio import load_yaml
 
 COMMAND = "python train.py --data {inputs.data} [--lr {inputs.lr}] --epochs {inputs.epochs} --out {outputs.model}"
