@@ -331,7 +331,8 @@ def _literal(name: str, port: dict, value):
     elif kind == "string" and isinstance(value, (str, int, float)) and not isinstance(value, bool):
         value = str(value)
     else:
-        raise UserError(f"input {name!r} expects a {kind}, got {value!r}")
+        article = "an" if str(kind)[:1] in "aeiou" else "a"
+        raise UserError(f"input {name!r} expects {article} {kind}, got {value!r}")
     if port.get("enum") and str(value) not in port["enum"]:
         raise UserError(f"input {name!r} must be one of {', '.join(port['enum'])}, got {value!r}")
     if kind in ("integer", "number"):

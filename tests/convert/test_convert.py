@@ -260,7 +260,7 @@ def test_job_inputs_are_coerced_and_checked():
     assert job.inputs == {"data": {"type": "uri_file", "path": "azureml:ds:1"}, "lr": 0.5, "mode": "a", "n": 7, "flag": True}
     assert job.command == "x ${{inputs.data}} --lr ${{inputs.lr}} ${{inputs.mode}} ${{inputs.n}} --f ${{inputs.flag}}"
     assert job.limits.timeout == 30
-    for bad, words in [({"lr": "2"}, "[0.0, 1.0]"), ({"mode": "c"}, "one of a, b"), ({"n": "x"}, "expects a integer"),
+    for bad, words in [({"lr": "2"}, "[0.0, 1.0]"), ({"mode": "c"}, "one of a, b"), ({"n": "x"}, "expects an integer"),
                        ({"nope": 1}, "unknown input"), ({"flag": "yes"}, "boolean")]:
         with pytest.raises(UserError, match=None) as info:
             component_to_job(component, inputs={"data": "d", **bad})
