@@ -29,14 +29,45 @@ def _diag(file, severity, code, message, hint=None, line=1, col=1) -> list[Diagn
     return [Diagnostic(file, line, col, severity, code, message, hint)]
 
 
-def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, base_dir=None) -> list[Diagnostic]:
-    """Diagnostics for one YAML document given as text."""
+def parse(text: str):
+    """(YamlDocument, None) or (None, YamlError) -- never raises for bad YAML."""
     try:
-        doc = load_yaml(text)
+        return load_yaml(text), None
     except YamlError as exc:
-        return _diag(file, ERROR, exc.code, exc.message, exc.hint, exc.line, exc.col)
+        return None, exc
     except RecursionError:
-        return _diag(file, ERROR, "yaml-too-deep", "the document is nested too deeply to read", line=0, col=0)
+        return None, YamlError("yaml-too-deep", "the document is nested too deeply to read")
+
+
+_documents: dict = {}  # (absolute path, mtime, size) -> (text, doc, error): a file read once per process
+
+
+def read_document(path: str):
+    """(text, YamlDocument, None), (text, None, YamlError) or (None, None, Diagnostic) for a file.
+
+    Cached, so a component that a pipeline references and that is validated
+    itself is read and parsed once.
+    """
+    try:
+        stat = os.stat(path)
+        key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _documents:
+        return _documents[key]
+    text, problem = read_text(path)
+    result = (None, None, problem) if problem is not None else (text, *parse(text))
+    if key is not None:
+        _documents[key] = result
+    return result
+
+
+def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, base_dir=None,
+                  _parsed=None) -> list[Diagnostic]:
+    """Diagnostics for one YAML document given as text."""
+    doc, error = _parsed or parse(text)
+    if error is not None:
+        return _diag(file, ERROR, error.code, error.message, error.hint, error.line, error.col)
     skipped = NOTE if not explicit else ERROR
     if doc.data is None:
         return _diag(file, skipped, "empty-file", "the file is empty" if not text.strip() else
@@ -69,10 +100,11 @@ def read_text(path: str):
 
 def validate_file(path, *, explicit: bool = True) -> list[Diagnostic]:
     path = os.fspath(path)
-    text, problem = read_text(path)
-    if problem is not None:
-        return [problem]
-    return validate_text(text, path, explicit=explicit, base_dir=os.path.dirname(os.path.abspath(path)))
+    text, doc, problem = read_document(path)
+    if text is None:
+        return [_with_file(problem, path)]
+    return validate_text(text, path, explicit=explicit, base_dir=os.path.dirname(os.path.abspath(path)),
+                         _parsed=(doc, problem))
 
 
 def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=None, text=None) -> list[Diagnostic]:
@@ -84,7 +116,7 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
     if kind not in registry.SCHEMA_FILES:
         raise ValueError(f"unknown spec kind {kind!r}; expected one of {', '.join(KINDS)}")
     ctx = Context(file, doc, base_dir, text)
-    if rules.has_non_string_keys(data):
+    if rules.has_non_string_keys(data, doc):
         data = rules.string_keys(ctx, data)
     shipped = registry.shipped()
     reporter = Reporter(shipped, file, doc)
@@ -118,6 +150,12 @@ def validate_spec(spec) -> list[Diagnostic]:
     """Diagnostics for a model object (``amldist.spec``); positions are 0:0."""
     name = getattr(spec, "name", None) or type(spec).__name__
     return validate_data(spec.to_dict(), f"<{name}>", kind=getattr(spec, "kind", None))
+
+
+def _with_file(diagnostic: Diagnostic, file: str) -> Diagnostic:
+    from dataclasses import replace
+
+    return diagnostic if diagnostic.file == file else replace(diagnostic, file=file)
 
 
 def _sorted_unique(diagnostics):

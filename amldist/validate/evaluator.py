@@ -189,4 +189,9 @@ def _ok(instance):
 
 def is_valid(errors) -> bool:
     """No error of severity "error" (warnings do not count)."""
-    return all(e.severity != "error" for e in errors)
+    if not errors:
+        return True
+    for error in errors:
+        if error.severity == "error":
+            return False
+    return True

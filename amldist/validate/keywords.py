@@ -60,6 +60,10 @@ def _type(compiler, schema, base):
 
 def _enum(compiler, schema, base):
     values = schema["enum"]
+    if values and all(isinstance(v, str) for v in values):  # the usual case: a set lookup
+        strings = frozenset(values)
+        return lambda instance: EMPTY if isinstance(instance, str) and instance in strings else [
+            SchemaError("enum", schema, instance)]
 
     def check(instance):
         for value in values:
@@ -80,11 +84,18 @@ def _const(compiler, schema, base):
 
 
 def _pattern(compiler, schema, base):
-    search = regex(schema["pattern"]).search
+    pattern = schema["pattern"]
+    if not isinstance(pattern, str):
+        raise SchemaCompileError(f"pattern must be a string, not {pattern!r}")
+    search = None
 
     def check(instance):
-        if isinstance(instance, str) and not search(instance):
-            return [SchemaError("pattern", schema, instance)]
+        nonlocal search
+        if isinstance(instance, str):
+            if search is None:  # compiled on first use: most patterns never see a value in one run
+                search = regex(pattern).search
+            if not search(instance):
+                return [SchemaError("pattern", schema, instance)]
         return EMPTY
 
     return check
@@ -139,15 +150,17 @@ def _items(compiler, schema, base):
 
 
 def _properties(compiler, schema, base):
-    subs = tuple((name, compiler.compile(sub, base)) for name, sub in schema["properties"].items())
+    subs = {name: compiler.compile(sub, base) for name, sub in schema["properties"].items()}
 
     def check(instance):
         if not isinstance(instance, dict):
             return EMPTY
         errors = None
-        for name, sub in subs:
-            if name in instance:
-                found = sub(instance[name])
+        # walk the instance's keys, not the schema's: specs set a few of many known keys
+        for name, value in instance.items():
+            sub = subs.get(name) if isinstance(name, str) else None
+            if sub is not None:
+                found = sub(value)
                 if found:
                     errors = errors or []
                     errors.extend(_prefix(found, name))

@@ -24,30 +24,18 @@ from amldist.validate import rules
 from amldist.validate.messages import suggest
 
 _PARENT = re.compile(r"\$\{\{\s*parent\.([^{}]*?)\s*\}\}")
-_components: dict = {}  # (absolute path, mtime) -> component mapping or an error text
 
 
 def load_component(path: str):
     """The component mapping at ``path`` or a str saying why it cannot be used."""
-    try:
-        key = (path, os.stat(path).st_mtime_ns)
-    except OSError as exc:
-        return f"cannot read it: {exc.strerror}"
-    if key not in _components:
-        from amldist.spec.yamlio import YamlError, load_yaml
+    from amldist.validate.core import read_document
 
-        try:
-            with open(path, encoding="utf-8-sig") as fh:
-                data = load_yaml(fh.read()).data
-            result = data if isinstance(data, dict) else "it is not a mapping"
-        except (OSError, UnicodeDecodeError) as exc:
-            result = f"cannot read it: {exc}"
-        except YamlError as exc:
-            result = f"line {exc.line}: {exc.message}"
-        except RecursionError:
-            result = "it is nested too deeply"
-        _components[key] = result
-    return _components[key]
+    text, doc, problem = read_document(path)
+    if text is None:
+        return problem.message
+    if problem is not None:
+        return f"line {problem.line}: {problem.message}"
+    return doc.data if isinstance(doc.data, dict) else "it is not a mapping"
 
 
 def _strings(value, path):

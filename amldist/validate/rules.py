@@ -44,6 +44,8 @@ def check_command(ctx, path, command, inputs: dict, outputs: dict, *, legacy: bo
         command = " ".join(str(part) for part in command)
     if not isinstance(command, str) or "{" not in command:
         return
+    if not legacy and "${{" not in command and "$[[" not in command:
+        return  # no v2 placeholder or group: nothing to check
     from amldist import placeholders as ph
 
     try:
@@ -202,9 +204,18 @@ def string_keys(ctx, data, path=()):
     return data
 
 
-def has_non_string_keys(data) -> bool:
-    if isinstance(data, dict):
-        return any(not isinstance(k, str) or has_non_string_keys(v) for k, v in data.items())
-    if isinstance(data, list):
-        return any(has_non_string_keys(v) for v in data)
+def has_non_string_keys(data, doc=None) -> bool:
+    if doc is not None:  # the loader recorded every key path: no need to walk the data
+        return any(type(path[-1]) is not str for path in doc.keys)
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if type(key) is not str:
+                    return True
+                if isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, (dict, list)))
     return False

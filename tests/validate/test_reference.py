@@ -22,7 +22,7 @@ from referencing import Resource
 from amldist.spec.kinds import detect_kind
 from amldist.spec.yamlio import load_yaml
 from amldist.validate import registry as our_registry
-from amldist.validate.evaluator import is_valid
+from amldist.validate.evaluator import is_valid, regex
 from tests.conftest import conformance_files
 from tests.validate.helpers import fixture_files
 from tests.validate.strategies import mutated, random_documents, schema_words
@@ -74,6 +74,26 @@ def test_every_shipped_schema_compiles_and_is_a_valid_2020_12_schema():
         shipped.validator(uri)
         for name in document.get("$defs", {}):  # $defs reached only through $ref compile lazily: force them
             shipped.compiler.compile(*shipped.resolve(uri, f"#/$defs/{name}"))
+    patterns = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("pattern",) and isinstance(value, str):
+                    patterns.append(value)
+                elif key == "patternProperties" and isinstance(value, dict):
+                    patterns.extend(value)
+                if key not in ("enum", "const", "examples", "default"):
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(list(shipped.documents.values()))
+    assert patterns
+    for pattern in patterns:  # compiled lazily at run time: each must be a valid Python regex
+        regex(pattern)
+        assert "(?<" not in pattern and "(?i" not in pattern, pattern  # portable ECMA-262 subset
 
 
 @pytest.mark.parametrize("index", range(len(CORPUS)), ids=lambda i: f"{CORPUS[i][0]}-{i}")
