@@ -59,7 +59,7 @@ def _validate_one(path: str, explicit: bool):
 
     try:
         return validate_file(path, explicit=explicit)
-    except Exception as exc:  # noqa: BLE001 - keep validating the other files
+    except Exception as exc:  # keep validating the other files
         import os
 
         if os.environ.get("AMLDIST_DEBUG"):

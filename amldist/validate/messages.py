@@ -6,6 +6,7 @@ wording can be tuned without touching semantics.
 
 from __future__ import annotations
 
+import os
 import re
 
 _TYPE_WORDS = {
@@ -63,7 +64,7 @@ def show(value, limit: int = 60) -> str:
 
 def type_words(names) -> str:
     names = [names] if isinstance(names, str) else list(names)
-    words = [_TYPE_WORDS.get(n, n) for n in names]
+    words = [_TYPE_WORDS.get(n, n) if (n != "boolean" or len(names) == 1) else "a boolean" for n in names]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
@@ -129,7 +130,13 @@ def suggest(word, candidates) -> str | None:
         for low, original in lowered.items():
             if token in low or (len(low) >= 4 and low in token):
                 return original
-    return None
+    # a shared stem: "processes" -> "process_count_per_instance"
+    best, best_len = None, max(5, int(0.6 * len(word)))
+    for low, original in lowered.items():
+        common = len(os.path.commonprefix([word.lower(), low]))
+        if common >= best_len and (best is None or common > best[0]):
+            best = (common, original)
+    return best[1] if best else None
 
 
 _CASELESS_WORD = re.compile(r"^\^?((?:\[[a-zA-Z]{2}\]|[0-9_.\-])+)\$?$")

@@ -141,9 +141,7 @@ def _is_remote(ref: str) -> bool:
 def _local(ctx, ref):
     if ctx.base_dir is None or not isinstance(ref, str) or not ref.strip() or _is_remote(ref):
         return None
-    ref = ref.strip()
-    if ref.startswith("file:"):
-        ref = ref[5:]
+    ref = ref.strip().removeprefix("file:")
     return os.path.normpath(os.path.join(ctx.base_dir, os.path.expanduser(ref)))
 
 

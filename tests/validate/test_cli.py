@@ -129,8 +129,8 @@ def test_a_non_spec_named_explicitly_is_an_error_unless_skipped(cli, tmp_path):
 def test_globs_are_expanded(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.makedirs("specs/a")
-    open("specs/a/job.yml", "w").write(GOOD_JOB.replace("echo hi", "echo ${{inputs.nope}}"))
-    open("specs/top.yaml", "w").write(GOOD_JOB)
+    (tmp_path / "specs/a/job.yml").write_text(GOOD_JOB.replace("echo hi", "echo ${{inputs.nope}}"))
+    (tmp_path / "specs/top.yaml").write_text(GOOD_JOB)
     code, out, _ = cli("validate", "--format", "json", "specs/**/*.yml", "specs/*.yaml")
     files = [f["file"] for f in json.loads(out)["files"]]
     assert code == 1 and files == ["specs/a/job.yml", "specs/top.yaml"]
