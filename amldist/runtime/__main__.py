@@ -40,13 +40,16 @@ def main(argv: list[str] | None = None) -> int:
         # A user's environment, not a bug here: one line, no traceback.
         print(f"amldist.runtime: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
-    _diagnostics.report(env, os.environ, flag=True if "--debug" in options else None)
+    reported = _diagnostics.report(env, os.environ, flag=True if "--debug" in options else None)
     if "--print" in options:
         print(json.dumps(env.as_dict()), flush=True)
     if command is None:
         return 0
+    environ = child_env(env, os.environ)
+    if reported:
+        environ[_diagnostics.REPORTED_VAR] = str(os.getpid())
     try:
-        os.execvpe(command[0], command, child_env(env, os.environ))
+        os.execvpe(command[0], command, environ)
     except OSError as err:
         print(f"amldist.runtime: error: cannot run {command[0]!r}: {err.strerror}", file=sys.stderr)
         return 127

@@ -13,6 +13,9 @@ from ._env import DistEnv
 DEBUG_VAR = "AMLDIST_DEBUG"
 SHOWN_VARS = ("NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "UCX_TLS")
 PREFIX = "amldist.runtime:"
+# Set by ``python -m amldist.runtime -- CMD`` to its own pid after reporting: exec keeps the pid,
+# so a script that then calls init_distributed() does not print the same report again.
+REPORTED_VAR = "AMLDIST_DEBUG_REPORTED_PID"
 
 _reported = False
 
@@ -66,7 +69,9 @@ def visible_gpu_count(environ: Mapping[str, str], dev: str = "/dev") -> int:
 def report(env: DistEnv, environ: Mapping[str, str], *, flag: bool | None = None, stream: TextIO | None = None) -> bool:
     """Print the diagnostics once per process, on rank 0, when asked. Returns whether it printed."""
     global _reported
-    if _reported or env.rank != 0 or not wanted(environ, flag):
+    if _reported or environ.get(REPORTED_VAR) == str(os.getpid()):
+        return False
+    if env.rank != 0 or not wanted(environ, flag):
         return False
     _reported = True
     lines = diagnose(env, environ, visible_gpu_count(environ), os.path.isdir("/dev/infiniband"))

@@ -68,7 +68,7 @@ class EnvReader:
     def first(self, *names: str) -> str | None:
         return next((name for name in names if self.has(name)), None)
 
-    def int(self, field: str, *names: str, minimum: int = 0) -> int | None:
+    def get_int(self, field: str, *names: str, minimum: int = 0) -> int | None:
         """The first set variable among ``names`` as an integer >= ``minimum``, or None if none is set."""
         name = self.first(*names)
         if name is None:
@@ -80,7 +80,7 @@ class EnvReader:
         return value
 
     def require_int(self, field: str, *names: str, minimum: int = 0, context: str = "") -> int:
-        value = self.int(field, *names, minimum=minimum)
+        value = self.get_int(field, *names, minimum=minimum)
         if value is None:
             raise DistEnvError(f"{' or '.join(names)} must be set{context}")
         return value
@@ -105,7 +105,7 @@ class EnvReader:
 
     def master_port(self, default: int) -> int:
         """MASTER_PORT when set, else the launcher's default."""
-        port = self.int("master_port", "MASTER_PORT")
+        port = self.get_int("master_port", "MASTER_PORT")
         return self.derived("master_port", default, "default") if port is None else port
 
     def describe(self, field: str, value) -> str:

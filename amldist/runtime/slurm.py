@@ -32,7 +32,7 @@ class Slurm:
         # Rank 0 runs on the step's first node, so the step's list comes first.
         list_var = r.first("SLURM_NODELIST", "SLURM_JOB_NODELIST")
         hosts = expand_hostlist(r.environ[list_var], list_var) if list_var else []
-        num_nodes = r.int("num_nodes", "SLURM_NNODES", minimum=1)
+        num_nodes = r.get_int("num_nodes", "SLURM_NNODES", minimum=1)
         if num_nodes is None:
             if not hosts:
                 raise DistEnvError(f"SLURM_NNODES or SLURM_NODELIST must be set{why}")
@@ -58,7 +58,7 @@ def _tasks_on_node(r: EnvReader, node_rank: int) -> int:
                 f"SLURM_NODEID={node_rank} has no entry in SLURM_TASKS_PER_NODE={r.environ['SLURM_TASKS_PER_NODE']!r}"
             )
         return r.derived("local_world_size", counts[node_rank], f"SLURM_TASKS_PER_NODE[{node_rank}]")
-    per_node = r.int("local_world_size", "SLURM_NTASKS_PER_NODE", minimum=1)
+    per_node = r.get_int("local_world_size", "SLURM_NTASKS_PER_NODE", minimum=1)
     if per_node is None:
         raise DistEnvError("SLURM_TASKS_PER_NODE or SLURM_NTASKS_PER_NODE must be set when SLURM_PROCID is")
     return per_node

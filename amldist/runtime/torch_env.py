@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ._env import DEFAULT_PORT, DistEnv, EnvReader, DistEnvError
+from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader
 
 
 class TorchElastic:
@@ -26,8 +26,8 @@ class TorchElastic:
         local_rank = r.require_int("local_rank", "LOCAL_RANK", context=why)
         local_world_size = r.require_int("local_world_size", "LOCAL_WORLD_SIZE", minimum=1, context=why)
         # GROUP_* are torchrun's names for the node (agent) rank and count.
-        node_rank = r.int("node_rank", "GROUP_RANK")
-        num_nodes = r.int("num_nodes", "GROUP_WORLD_SIZE", minimum=1)
+        node_rank = r.get_int("node_rank", "GROUP_RANK")
+        num_nodes = r.get_int("num_nodes", "GROUP_WORLD_SIZE", minimum=1)
         if node_rank is None:
             node_rank = r.derived("node_rank", rank // local_world_size, "RANK // LOCAL_WORLD_SIZE")
         if num_nodes is None:
@@ -59,16 +59,16 @@ class PytorchEnv:
     def read(r: EnvReader) -> DistEnv:
         rank = r.require_int("rank", "RANK")
         world_size = r.require_int("world_size", "WORLD_SIZE", minimum=1)
-        local_rank = r.int("local_rank", "LOCAL_RANK")
-        node_rank = r.int("node_rank", "NODE_RANK")
+        local_rank = r.get_int("local_rank", "LOCAL_RANK")
+        node_rank = r.get_int("node_rank", "NODE_RANK")
         local_world_size = _local_world_size(r, rank, local_rank, world_size, node_rank)
         if local_rank is None:
             local_rank = r.derived("local_rank", rank % local_world_size, "RANK % local world size")
         if node_rank is None:
             node_rank = r.derived("node_rank", rank // local_world_size, "RANK // local world size")
         num_nodes = r.derived("num_nodes", _ceil_div(world_size, local_world_size), "WORLD_SIZE / local world size")
-        # A world spread over several nodes cannot guess where rank 0 listens; torch would
-        # refuse too, so say it first and by name.
+        # With more than one process only the launcher knows where rank 0 listens; torch would
+        # refuse too, so say so first, and by name.
         default_addr = "127.0.0.1" if world_size == 1 else None
         return r.build(
             PytorchEnv.name, rank=rank, local_rank=local_rank, world_size=world_size,
@@ -86,12 +86,12 @@ def _local_world_size(r: EnvReader, rank: int, local_rank: int | None, world_siz
     2. WORLD_SIZE / AZUREML_NODE_COUNT (Azure ML containers carry the node count);
     3. on a node after the first, (RANK - LOCAL_RANK) / NODE_RANK, exact for the even layout
        Azure ML and torchrun use;
-    4. otherwise one node is assumed (rank 0's node cannot tell); set LOCAL_WORLD_SIZE to be exact.
+    4. otherwise one node is assumed (the first node cannot tell); set LOCAL_WORLD_SIZE to be exact.
     """
-    size = r.int("local_world_size", "LOCAL_WORLD_SIZE", minimum=1)
+    size = r.get_int("local_world_size", "LOCAL_WORLD_SIZE", minimum=1)
     if size is not None:
         return size
-    nodes = r.int("num_nodes", "AZUREML_NODE_COUNT", minimum=1)
+    nodes = r.get_int("num_nodes", "AZUREML_NODE_COUNT", minimum=1)
     if nodes:
         if world_size % nodes:
             raise DistEnvError(f"WORLD_SIZE={world_size} is not a multiple of AZUREML_NODE_COUNT={nodes}")

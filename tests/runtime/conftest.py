@@ -109,8 +109,11 @@ class World:
                 self.kill()
                 pytest.fail(f"{proc.args} did not finish within {timeout} s")
             outputs.append((proc, out, err))
-        failed = [(p.args, p.returncode, err[-3000:]) for p, _, err in outputs if p.returncode != 0]
-        assert not failed, f"processes failed: {failed}"
+        self.procs = []  # all finished: the same World may start another round
+        failed = [f"{' '.join(map(str, p.args))} exited with {p.returncode}:\n{err[-4000:]}"
+                  for p, _, err in outputs if p.returncode != 0]
+        if failed:
+            pytest.fail("\n\n".join(failed), pytrace=False)
         return [json.loads(line[len("RESULT "):]) for _, out, _ in outputs for line in out.splitlines()
                 if line.startswith("RESULT ")]
 

@@ -74,6 +74,13 @@ def test_exec_mode_runs_the_command_with_mapped_variables(base_env):
     assert "TORCHELASTIC_USE_AGENT_STORE" not in seen
 
 
+def test_exec_mode_debug_report_is_not_repeated_by_the_script(base_env):
+    script = "from amldist.runtime import _diagnostics, detect; import os; _diagnostics.report(detect(), os.environ)"
+    result = run_module(["--", sys.executable, "-c", script], dict(base_env, AMLDIST_DEBUG="1"))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("visible GPUs:") == 1
+
+
 def test_exec_mode_passes_the_exit_code_through(base_env):
     result = run_module(["--", sys.executable, "-c", "raise SystemExit(7)"], base_env)
     assert result.returncode == 7

@@ -60,14 +60,21 @@ def test_four_ranks_with_azureml_pytorch_variables(world, worker, base_env, free
 @needs_mpirun
 def test_three_ranks_under_mpirun_with_azureml_one_node_variables(world, worker, base_env, free_port, port_is_free):
     # Azure ML's one-node MPI job: AZ_BATCHAI_MPI_MASTER_NODE and no MASTER_PORT, so the
-    # documented 54965 is used; only when something here holds it does the test pick another.
+    # documented 54965 is used. Only when another process on this machine holds that port (before
+    # or during the run: not what is under test) does the test repeat with a free MASTER_PORT.
     env = dict(base_env, AZ_BATCHAI_MPI_MASTER_NODE="127.0.0.1")
     expected_port = 54965
-    if not port_is_free(expected_port):
-        expected_port = free_port()
-        env["MASTER_PORT"] = str(expected_port)
-    world.start(mpirun_argv(3) + worker("runtime"), env)
-    results = world.wait(timeout=90)
+    for attempt in range(2):
+        if attempt or not port_is_free(expected_port):
+            expected_port = free_port()
+            env["MASTER_PORT"] = str(expected_port)
+        world.start(mpirun_argv(3) + worker("runtime"), env)
+        try:
+            results = world.wait(timeout=90)
+            break
+        except pytest.fail.Exception as failure:
+            if attempt or "MASTER_PORT" in env or "EADDRINUSE" not in str(failure):
+                raise
     expect_world(results, "openmpi", 3)
     assert sorted(r["env"]["local_rank"] for r in results) == [0, 1, 2]
     for r in results:
