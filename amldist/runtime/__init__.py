@@ -73,7 +73,7 @@ from ._init import destroy, init_distributed
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 
-__all__ = ["DistEnv", "DistEnvError", "RUNTIME_DIR", "bundle_files", "destroy", "detect", "init_distributed"]
+__all__ = ["RUNTIME_DIR", "DistEnv", "DistEnvError", "bundle_files", "destroy", "detect", "init_distributed"]
 
 
 def bundle_files() -> dict[str, Path]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader, parse_int
 from .mpi import MVAPICH, OPEN_MPI, PMI

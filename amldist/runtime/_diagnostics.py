@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Mapping, TextIO
+from collections.abc import Mapping
+from typing import TextIO
 
 from ._env import DistEnv
 
@@ -29,8 +30,8 @@ def wanted(environ: Mapping[str, str], flag: bool | None = None) -> bool:
 def diagnose(env: DistEnv, environ: Mapping[str, str], gpu_count: int, infiniband: bool) -> list[str]:
     """The report's lines, warnings (known traps) last, each starting with "WARNING"."""
     lines = [
-        f"launcher={env.launcher} rank={env.rank}/{env.world_size} local_rank={env.local_rank}/"
-        f"{env.local_world_size} node={env.node_rank}/{env.num_nodes} master={env.master_addr}:{env.master_port}",
+        (f"launcher={env.launcher} rank={env.rank}/{env.world_size} local_rank={env.local_rank}/"
+         f"{env.local_world_size} node={env.node_rank}/{env.num_nodes} master={env.master_addr}:{env.master_port}"),
         f"visible GPUs: {gpu_count} (CUDA_VISIBLE_DEVICES={environ.get('CUDA_VISIBLE_DEVICES', '<unset>')})",
         f"/dev/infiniband: {'present' if infiniband else 'absent'}",
     ]

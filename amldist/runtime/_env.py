@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 # Used only where no launcher or variable says otherwise; torch's own documented default, so a
 # world of one and hand-started jobs behave as with plain ``torchrun``.
@@ -119,7 +119,10 @@ class EnvReader:
     def build(self, launcher: str, **fields) -> DistEnv:
         """A DistEnv after the range checks; raises DistEnvError naming the variables."""
         env = DistEnv(launcher=launcher, **fields)
-        src = lambda field: self.describe(field, getattr(env, field))  # noqa: E731
+
+        def src(field: str) -> str:
+            return self.describe(field, getattr(env, field))
+
         for size in ("world_size", "local_world_size", "num_nodes"):
             if getattr(env, size) < 1:
                 raise DistEnvError(f"{src(size)} must be at least 1")

@@ -11,7 +11,7 @@ import datetime
 import inspect
 import os
 import sys
-from typing import Collection, MutableMapping
+from collections.abc import Collection, MutableMapping
 
 from . import _diagnostics
 from ._detect import detect

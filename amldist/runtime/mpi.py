@@ -4,7 +4,7 @@ only in variable names."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ._env import DistEnv, DistEnvError, EnvReader
 

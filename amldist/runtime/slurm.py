@@ -5,7 +5,7 @@ be expanded here because ``scontrol`` is not in a training image."""
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader
 

@@ -5,7 +5,7 @@ followed by the workers; parameter servers and evaluators are not part of it."""
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from collections.abc import Mapping
 
 from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader
 

@@ -4,7 +4,7 @@ distribution, Kubeflow or a user sets them."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader
 

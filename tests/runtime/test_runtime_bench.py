@@ -16,7 +16,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_runtime.py"
 
 def test_benchmark_runs_and_prints_a_ratio(base_env):
     result = subprocess.run([sys.executable, str(BENCH), "--ranks", "2", "--calls", "2", "--rounds", "1"],
-                            env=base_env, capture_output=True, text=True, timeout=120)
+                            env=base_env, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     times = [float(t) for t in re.findall(r"([\d.]+) ms", result.stdout)]
     assert len(times) == 2 and all(t > 0 for t in times)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import sys
@@ -27,7 +26,7 @@ def test_print_shows_the_detected_env_as_one_json_object(clean_os_environ, capsy
     assert main(["--print"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1
-    assert json.loads(out) == dict(zip(KEYS, ["openmpi", 3, 1, 8, 2, 1, 4, "10.0.0.4", 6105]))
+    assert json.loads(out) == dict(zip(KEYS, ["openmpi", 3, 1, 8, 2, 1, 4, "10.0.0.4", 6105], strict=True))
 
 
 def test_bad_environment_prints_one_line_and_exits_2(clean_os_environ, capsys):
@@ -57,7 +56,7 @@ def test_help_exits_0(capsys):
 def run_module(args: list[str], env: dict[str, str], cwd: Path | None = None,
                python_flags=()) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *python_flags, "-m", "amldist.runtime", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_exec_mode_runs_the_command_with_mapped_variables(base_env):
@@ -116,7 +115,7 @@ def test_copied_into_an_empty_snapshot_it_imports_and_prints_without_amldist(bas
         assert json.loads(result.stdout)["master_addr"] == "n07"
     probe = "import sys, amldist.runtime as r; print(r.__file__); print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-S", "-c", probe], env=env, cwd=tmp_path, capture_output=True,
-                            text=True, timeout=60)
+                            text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     module_file, torch_loaded = result.stdout.split()
     assert Path(module_file).parent == tmp_path / "amldist" / "runtime"
