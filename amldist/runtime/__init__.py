@@ -49,8 +49,8 @@ MASTER_ADDR (or its alias MASTER_IP) and MASTER_PORT win whenever they are set. 
 - MPI on one node: AZ_BATCHAI_MPI_MASTER_NODE, or 127.0.0.1 where a compute lacks it, and port
   54965, Azure ML's documented single-node value;
 - Slurm: the first host of the expanded node list, port 29500;
-- TF_CONFIG: the first chief/worker's host and port (the platform reserved that port for that
-  process, which is rank 0), 29500 if it has none;
+- TF_CONFIG: the first chief/worker's host and port (the port TF_CONFIG gives that task for
+  its own server, and that task is rank 0, the one that listens), 29500 if it has none;
 - torchrun: its own values; RANK/WORLD_SIZE alone: port 29500 (torch's default), and
   MASTER_ADDR is required when the world has more than one process;
 - a world of one: 127.0.0.1 and port 29500.

@@ -44,8 +44,8 @@ class TfConfig:
             node_rank=r.derived("node_rank", node_hosts.index(my_host), "TF_CONFIG cluster"),
             num_nodes=r.derived("num_nodes", len(node_hosts), "TF_CONFIG cluster"),
             master_addr=r.master_addr(master_host, "TF_CONFIG"),
-            # The first task's own port was reserved for that process by the platform, and rank 0
-            # is the one that listens; a missing port falls back to torch's default.
+            # TF_CONFIG gives the first task that port for its own server, and that task is rank
+            # 0, the one that listens; a missing port falls back to torch's default.
             master_port=r.master_port(master_port or DEFAULT_PORT),
         )
 
