@@ -11,8 +11,15 @@ class Context:
         self.file = file
         self.doc = doc
         self.base_dir = base_dir
-        self.lines = text.splitlines() if text is not None else None
+        self.text = text
+        self._lines = None
         self.out: list[Diagnostic] = []
+
+    @property
+    def lines(self):
+        if self._lines is None and self.text is not None:
+            self._lines = self.text.splitlines()  # only when a placeholder must be located
+        return self._lines
 
     def where(self, path) -> tuple[int, int]:
         return self.doc.where(path) if self.doc is not None else (0, 0)

@@ -18,7 +18,7 @@ import os
 from amldist.diagnostics import ERROR, NOTE, Diagnostic
 from amldist.spec.kinds import DISTRIBUTED_COMPONENT, PIPELINE_JOB, detect_kind
 from amldist.spec.yamlio import YamlError, load_yaml
-from amldist.validate import registry, rules
+from amldist.validate import command_rules, registry, rules
 from amldist.validate.context import Context
 from amldist.validate.report import Reporter
 
@@ -132,14 +132,14 @@ def _rules(ctx, kind: str, data: dict) -> None:
     if kind == DISTRIBUTED_COMPONENT:
         launcher = data.get("launcher")
         if isinstance(launcher, dict):
-            rules.check_command(ctx, ("launcher", "additional_arguments"), launcher.get("additional_arguments"),
+            command_rules.check_command(ctx, ("launcher", "additional_arguments"), launcher.get("additional_arguments"),
                                 inputs, outputs, legacy=True)
     elif kind == PIPELINE_JOB:
         from amldist.validate.pipeline import check_pipeline
 
         check_pipeline(ctx, data)
     else:
-        rules.check_command(ctx, ("command",), data.get("command"), inputs, outputs)
+        command_rules.check_command(ctx, ("command",), data.get("command"), inputs, outputs)
         rules.check_sizes(ctx, data.get("distribution"), data.get("resources"),
                           dist_path=("distribution",), res_path=("resources",))
     rules.check_code(ctx, data)

@@ -139,7 +139,7 @@ def suggest(word, candidates) -> str | None:
     return best[1] if best else None
 
 
-_CASELESS_WORD = re.compile(r"^\^?((?:\[[a-zA-Z]{2}\]|[0-9_.\-])+)\$?$")
+_CASELESS_WORD = r"^\^?((?:\[[a-zA-Z]{2}\]|[0-9_.\-])+)\$?$"  # compiled on first use (re's cache)
 
 
 def words_of(schema) -> list:
@@ -154,7 +154,7 @@ def words_of(schema) -> list:
     if isinstance(pattern, str):
         words = []
         for alternative in _split_alternatives(pattern):
-            match = _CASELESS_WORD.match(alternative)
+            match = re.match(_CASELESS_WORD, alternative)
             if match:
                 words.append(re.sub(r"\[([a-zA-Z])[a-zA-Z]\]", lambda m: m.group(1).lower(), match.group(1)))
         return words

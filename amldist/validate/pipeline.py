@@ -20,7 +20,7 @@ import os
 import re
 
 from amldist.diagnostics import ERROR, WARNING
-from amldist.validate import rules
+from amldist.validate import command_rules, rules
 from amldist.validate.messages import suggest
 
 _PARENT = re.compile(r"\$\{\{\s*parent\.([^{}]*?)\s*\}\}")
@@ -114,10 +114,10 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs) 
                              f"did you mean {guess!r}?" if guess else
                              (f"its {kind}s: {', '.join(map(str, declared))}" if declared else f"it has no {kind}s"))
         if isinstance(node.get("component"), dict):
-            rules.check_command(ctx, path + ("component", "command"), component.get("command"), comp_inputs,
+            command_rules.check_command(ctx, path + ("component", "command"), component.get("command"), comp_inputs,
                                 comp_outputs)
     if "command" in node:
-        rules.check_command(ctx, path + ("command",), node.get("command"), node_inputs, node_outs)
+        command_rules.check_command(ctx, path + ("command",), node.get("command"), node_inputs, node_outs)
     rules.check_code(ctx, node, path)
     rules.check_environment(ctx, node, path)
     _node_sizes(ctx, node, component, path)

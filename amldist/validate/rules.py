@@ -1,12 +1,6 @@
 """Rules a JSON Schema cannot express, each with its own code.
 
-- ``undeclared-input`` / ``undeclared-output``: a placeholder names an input or
-  output the spec does not declare;
-- ``optional-input-outside-group``: an ``optional: true`` input used outside
-  ``$[[ ... ]]`` (v2) or ``[ ... ]`` (legacy): the command would break when the
-  input is not given. Commands are parsed by ``amldist.placeholders`` (shared
-  with convert); its syntax errors (``unbalanced-bracket``, ``malformed-placeholder``,
-  ``mixed-syntax``) are reported with its codes;
+- placeholders and optional groups: see ``command_rules.py``;
 - ``too-many-processes``: ``process_count_per_instance`` above the GPUs of
   ``resources.instance_type``. Only for GPU sizes the catalog knows the GPU
   count of: an unknown size, a guess without a GPU count, or a CPU size (MPI
@@ -25,57 +19,12 @@ from __future__ import annotations
 import os
 
 from amldist.diagnostics import ERROR, WARNING
-from amldist.validate.messages import suggest
 
 _GPU_DISTRIBUTIONS = ("pytorch", "mpi")
 
 
 def declared(section) -> dict:
     return section if isinstance(section, dict) else {}
-
-
-def optional_names(inputs: dict) -> set:
-    return {name for name, spec in inputs.items() if isinstance(spec, dict) and spec.get("optional") is True}
-
-
-def check_command(ctx, path, command, inputs: dict, outputs: dict, *, legacy: bool = False) -> None:
-    """Placeholders and optional groups of one command (parsed by ``amldist.placeholders``)."""
-    if isinstance(command, list):  # some legacy specs write the arguments as a list
-        command = " ".join(str(part) for part in command)
-    if not isinstance(command, str) or "{" not in command:
-        return
-    if not legacy and "${{" not in command and "$[[" not in command:
-        return  # no v2 placeholder or group: nothing to check
-    from amldist import placeholders as ph
-
-    try:
-        refs = ph.references(command, ph.LEGACY if legacy else ph.V2)
-    except ph.PlaceholderSyntaxError as exc:
-        needle = command[exc.offset: exc.offset + 3].strip() or None
-        ctx.emit(path, ERROR, exc.code, f"{_dotted(path)}: {exc.reason}", exc.hint,
-                 position=ctx.locate(path, needle) if needle else None)
-        return
-    optional = optional_names(inputs)
-    group = "[ ... ]" if legacy else "$[[ ... ]]"
-    seen = set()
-    for ref in refs:
-        if (ref.source, ref.name) in seen:
-            continue
-        seen.add((ref.source, ref.name))
-        names = inputs if ref.source == "inputs" else outputs
-        text = command[ref.start: ref.end]
-        position = ctx.locate(path, text)
-        if ref.name not in names:
-            guess = suggest(ref.name, list(names))
-            hint = f"did you mean {guess!r}?" if guess else f"declare {ref.name!r} under {ref.source}:"
-            ctx.emit(path, ERROR, f"undeclared-{ref.source[:-1]}",
-                     f"{_dotted(path)} uses {text} but {ref.source} declares no {ref.name!r}", hint,
-                     position=position)
-        elif ref.source == "inputs" and ref.name in optional and not ref.in_group:
-            example = f"[--{ref.name} {text}]" if legacy else f"$[[--{ref.name} {text}]]"
-            ctx.emit(path, ERROR, "optional-input-outside-group",
-                     f"{_dotted(path)} uses optional input {ref.name!r} outside an optional group {group}",
-                     f"wrap the argument, e.g. {example}, or make the input required", position=position)
 
 
 def _dotted(path) -> str:

@@ -71,6 +71,17 @@ def random_key(rng: random.Random, keys) -> str:
     return "".join(rng.choice("abcdefxyz_") for _ in range(rng.randint(1, 6)))
 
 
+_SWAPS = {
+    int: [True, False, 4.5, 2.0, 0.5, "4", None, [1]],
+    float: [True, 2, "1.5", None],
+    bool: [1, 0, "true", None],
+    str: [1, 1.5, True, None, ["x"], {"x": 1}],
+    type(None): [0, "", False],
+    dict: ["x", [], None, 1],
+    list: [{}, "x", None],
+}
+
+
 def _paths(doc, path=()):
     yield path
     if isinstance(doc, dict):
@@ -86,7 +97,7 @@ def mutate(rng: random.Random, doc, keys, words, count: int):
     doc = copy.deepcopy(doc)
     for _ in range(count):
         path = rng.choice(list(_paths(doc)))
-        op = rng.choice(("replace", "delete", "add", "rename", "wrap"))
+        op = rng.choice(("replace", "delete", "add", "rename", "wrap", "swap", "swap"))
         value = random_value(rng, keys, words, depth=2)
         if not path:
             if isinstance(doc, dict) and op == "add":
@@ -98,6 +109,8 @@ def mutate(rng: random.Random, doc, keys, words, count: int):
         last = path[-1]
         if op == "replace":
             parent[last] = value
+        elif op == "swap":  # the same value in another JSON type: where type rules disagree, if anywhere
+            parent[last] = rng.choice(_SWAPS.get(type(parent[last]), [None]))
         elif op == "delete":
             del parent[last]
         elif op == "wrap":

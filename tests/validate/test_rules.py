@@ -160,3 +160,34 @@ def test_validate_data_reports_at_0_0_and_detects_the_kind():
     assert codes(validate_data({"hello": 1})) == ["not-a-spec"]
     with pytest.raises(ValueError):
         validate_data({}, kind="nonsense")
+
+
+# ---- the regex fast path finds what the full parser finds ----
+
+def _full(command, legacy):
+    from amldist import placeholders as ph
+
+    try:
+        return [(r.source, r.name, r.start, r.end, r.in_group)
+                for r in ph.references(command, ph.LEGACY if legacy else ph.V2)]
+    except ph.PlaceholderSyntaxError as exc:
+        return exc.code
+
+
+def test_fast_path_agrees_with_the_placeholder_parser():
+    import random
+
+    from amldist.validate.command_rules import fast_references
+
+    pieces = ["${{inputs.a}}", "${{ outputs.b }}", "{inputs.c}", "{outputs.d}", "${{inputs.}}", "{inputs.",
+              "$[[", "]]", "[", "]", " --x ", "${{parent.inputs.p}}", "'", "\n", "${{inputs.9x}}", "{inputs.e_1}"]
+    rng = random.Random(3)
+    checked = 0
+    for _ in range(3000):
+        command = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        for legacy in (False, True):
+            fast = fast_references(command, legacy)
+            if fast is not None:
+                checked += 1
+                assert [(*ref, False) for ref in fast] == _full(command, legacy), (command, legacy)
+    assert checked > 500
