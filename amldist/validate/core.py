@@ -77,7 +77,7 @@ def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, b
         return _diag(file, skipped, "not-a-spec",
                      "not a spec amldist knows (a command job, command component, pipeline job or "
                      "DistributedComponent)" + ("; skipped" if not explicit else ""),
-                     "set 'type:' (command, pipeline or DistributedComponent) or '$schema:'")
+                     "set 'type:' (command, pipeline or DistributedComponent) or '$schema:'" if explicit else None)
     return validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text)
 
 
