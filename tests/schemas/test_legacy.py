@@ -101,7 +101,7 @@ def test_every_listed_input_type_is_accepted(spec):
         ({"type": "Enum"}, "inputs.x.enum"),
         ({"type": "Integer", "optinal": True}, "inputs.x.optinal"),
         ({"description": "no type"}, "inputs.x.type"),
-        ({"type": "Integer", "optional": "yes"}, "inputs.x.optional"),
+        ({"type": "Integer", "optional": "maybe"}, "inputs.x.optional"),
     ],
 )
 def test_input_mistakes(spec, field):

@@ -316,8 +316,8 @@ def test_component_distribution_and_resources_tolerate_unknown_keys_marked_as_wa
         ("distribution: {type: torch.distributed}\n", "distribution.type"),
         ("resources: {instance_count: 0}\n", "resources.instance_count"),
         ("resources: {shm_size: lots}\n", "resources.shm_size"),
-        ("experiment_name: x\n", "experiment_name"),
-        ("enviroment: azureml:x:1\n", "enviroment"),
+        ("is_deterministic: maybe\n", "is_deterministic"),
+        ("queue_settings: {job_tier: gold}\n", "queue_settings.job_tier"),
     ],
 )
 def test_component_mistakes(block, field):
@@ -421,7 +421,7 @@ def test_step_mistakes(block, field):
         ("limits: {timeout: 3}\n", "limits"),
         ("experimnt_name: x\n", "experimnt_name"),
         ("settings: {default_compute: cpu-cluster}\n", "settings.default_compute"),
-        ("settings: {continue_on_step_faillure: true}\n", "settings.continue_on_step_faillure"),
+        ("settings: {continue_on_step_failure: maybe}\n", "settings.continue_on_step_failure"),
         ("component: ./pipeline_component.yml\n", "jobs"),
     ],
 )
