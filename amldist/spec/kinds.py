@@ -19,7 +19,8 @@ _SCHEMA_HINTS = (  # substring of a lower-cased $schema URL -> kind
     ("commandjob", COMMAND_JOB),
     ("pipelinejob", PIPELINE_JOB),
 )
-_JOB_ONLY_KEYS = ("compute", "experiment_name", "limits", "queue_settings", "services", "identity")
+# queue_settings is not here: components may carry it too (azure-ai-ml models it on both).
+_JOB_ONLY_KEYS = ("compute", "experiment_name", "limits", "services", "identity")
 
 
 def is_legacy_type(value) -> bool:

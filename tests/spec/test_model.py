@@ -38,6 +38,7 @@ def test_unknown_keys_kept_in_order_after_modelled_ones():
         ({"$schema": "https://x/CommandJob.schema.json", "type": "command"}, "command_job"),
         ({"type": "command", "command": "x", "version": 1}, "command_component"),
         ({"type": "command", "command": "x", "version": 1, "compute": "c"}, "command_job"),
+        ({"type": "command", "command": "x", "version": 1, "queue_settings": {}}, "command_component"),
         ({"command": "x"}, "command_job"),
         ({"type": "pipeline", "jobs": {}}, "pipeline_job"),
         ({"type": "DistributedComponent@1-legacy"}, "distributed_component"),
