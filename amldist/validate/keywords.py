@@ -130,7 +130,8 @@ def _items(compiler, schema, base):
 
 
 def _properties(compiler, schema, base):
-    subs = {name: compiler.compile(sub, base) for name, sub in schema["properties"].items()}
+    raw = {name: sub for name, sub in schema["properties"].items()}
+    subs: dict = {}  # compiled on first use: a run meets few of the many keys a schema knows
 
     def check(instance):
         if not isinstance(instance, dict):
@@ -138,12 +139,15 @@ def _properties(compiler, schema, base):
         errors = None
         # walk the instance's keys, not the schema's: specs set a few of many known keys
         for name, value in instance.items():
-            sub = subs.get(name) if isinstance(name, str) else None
-            if sub is not None:
-                found = sub(value)
-                if found:
-                    errors = errors or []
-                    errors.extend(_prefix(found, name))
+            sub = subs.get(name)
+            if sub is None:
+                if not isinstance(name, str) or name not in raw:
+                    continue
+                sub = subs[name] = compiler.compile(raw[name], base)
+            found = sub(value)
+            if found:
+                errors = errors or []
+                errors.extend(_prefix(found, name))
         return errors or EMPTY
 
     return check

@@ -85,6 +85,37 @@ class Registry:
                     raise SchemaCompileError(f"$ref {ref!r} points at nothing in {doc_uri}") from None
         return node, doc_uri
 
+    def compile_everything(self) -> int:
+        """Compile every subschema of every document now (tests: a bad schema fails here, not mid-run).
+
+        Returns how many subschemas were compiled.
+        """
+        count = 0
+        for uri, document in list(self.documents.items()):
+            stack = [(document, uri)]
+            while stack:
+                node, base = stack.pop()
+                if isinstance(node, bool):
+                    continue
+                if not isinstance(node, dict):
+                    continue
+                if isinstance(node.get("$id"), str):
+                    base = self.join(base, node["$id"])
+                self.compiler.compile(node, base)
+                count += 1
+                for key in ("items", "additionalProperties", "propertyNames", "not", "if", "then", "else"):
+                    if isinstance(node.get(key), dict):
+                        stack.append((node[key], base))
+                for key in ("properties", "patternProperties", "$defs"):
+                    if isinstance(node.get(key), dict):
+                        stack.extend((sub, base) for sub in node[key].values())
+                for key in ("allOf", "anyOf", "oneOf"):
+                    if isinstance(node.get(key), list):
+                        stack.extend((sub, base) for sub in node[key])
+                if isinstance(node.get("$ref"), str):
+                    self.compiler.compile(*self.resolve(base, node["$ref"]))
+        return count
+
     def validator(self, uri: str):
         """The compiled check for the document at ``uri``: ``check(instance) -> list[SchemaError]``."""
         found = self._validators.get(uri)

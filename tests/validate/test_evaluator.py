@@ -144,3 +144,10 @@ def test_json_equal():
     assert json_equal(1, 1.0) and not json_equal(True, 1) and not json_equal(0, False)
     assert json_equal([1, {"a": None}], [1.0, {"a": None}]) and not json_equal([1], [1, 2])
     assert not json_equal("1", 1)
+
+
+def test_compile_everything_finds_a_bad_subschema_no_instance_reached():
+    registry = Registry({URI: {"properties": {"a": {"items": {"anyOf": [{"type": "string"}, {"uniqueItems": True}]}}}}})
+    assert is_valid(registry.validator(URI)({}))  # nothing reached the bad part yet
+    with pytest.raises(SchemaCompileError):
+        registry.compile_everything()
