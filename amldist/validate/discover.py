@@ -51,9 +51,11 @@ def expand(paths) -> list[tuple[str, bool]]:
         elif any(ch in path for ch in "*?["):
             import glob
 
-            matches = sorted(glob.glob(path, recursive=True))
+            matches = sorted(m for m in glob.glob(path, recursive=True)
+                             if os.path.isdir(m) or m.lower().endswith(SUFFIXES))
             if not matches:
-                raise UserError(f"no file matches {path}", hint="check the pattern; quote it so the shell leaves it alone")
+                raise UserError(f"no YAML file or folder matches {path}",
+                                hint="check the pattern; quote it so the shell leaves it alone")
             for match in matches:
                 if os.path.isdir(match):
                     for found in _walk(match):

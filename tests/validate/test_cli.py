@@ -61,10 +61,12 @@ def test_text_lines_have_file_line_col_severity_code(cli, tmp_path):
     ((), "no paths"),
     (("does/not/exist.yml",), "does not exist"),
     (("--format", "xml", "x.yml"), "invalid choice"),
-    (("nothing-matches-*.yml",), "no file matches"),
+    (("nothing-matches-*.yml",), "no YAML file or folder matches"),
+    (("*.txt",), "no YAML file or folder matches"),
 ])
 def test_usage_errors_exit_2(cli, argv, needle, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("a: 1\n")
     code, out, err = cli("validate", *argv)
     assert code == 2 and needle in err and out == ""
 
