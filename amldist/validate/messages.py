@@ -143,7 +143,8 @@ _CASELESS_WORD = r"^\^?((?:\[[a-zA-Z]{2}\]|[0-9_.\-])+)\$?$"  # compiled on firs
 
 
 def words_of(schema) -> list:
-    """The literal words a small schema accepts: const, enum, or a caseless ``^[pP][yY]...$`` pattern."""
+    """The literal words a small schema accepts: const, enum, or a caseless ``^[pP][yY]...$`` pattern
+    (spelled as the schema's ``examples`` when they all match it)."""
     if not isinstance(schema, dict):
         return []
     if "const" in schema:
@@ -157,6 +158,12 @@ def words_of(schema) -> list:
             match = re.match(_CASELESS_WORD, alternative)
             if match:
                 words.append(re.sub(r"\[([a-zA-Z])[a-zA-Z]\]", lambda m: m.group(1).lower(), match.group(1)))
+            else:
+                return []  # not a list of caseless words (e.g. ^\d+[gG]$)
+        examples = schema.get("examples")
+        if words and isinstance(examples, list) and len(examples) >= len(words) and all(
+                isinstance(e, str) and re.search(pattern, e) for e in examples):
+            return list(examples)  # the schema's own spelling (AnyDirectory, not anydirectory)
         return words
     return []
 
