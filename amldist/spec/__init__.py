@@ -12,19 +12,23 @@ import os
 
 from amldist.errors import UserError
 from amldist.spec.kinds import detect_kind
-from amldist.spec.model import (
-    SPEC_CLASSES,
-    CommandComponent,
-    CommandJob,
-    DistributedComponent,
-    Distribution,
-    Launcher,
-    Limits,
-    PipelineJob,
-    Resources,
-    Spec,
-)
 from amldist.spec.yamlio import YamlDocument, YamlError, dump_yaml, load_yaml
+
+# The dataclasses cost ~15 ms to create; the validate path never needs them, so
+# they load on first use (PEP 562).
+_MODEL_NAMES = {
+    "CommandComponent", "CommandJob", "DistributedComponent", "Distribution", "Launcher", "Limits",
+    "PipelineJob", "Resources", "Spec", "SPEC_CLASSES",
+}
+
+
+def __getattr__(name):
+    if name in _MODEL_NAMES:
+        from amldist.spec import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module 'amldist.spec' has no attribute {name!r}")
+
 
 __all__ = [
     "CommandComponent", "CommandJob", "DistributedComponent", "Distribution", "Launcher", "Limits",
@@ -41,7 +45,7 @@ class SpecLoadError(UserError):
         self.file, self.line, self.col, self.code = file, line, col, code
 
 
-def from_data(data, *, file: str = "<data>") -> Spec:
+def from_data(data, *, file: str = "<data>") -> "Spec":
     kind = detect_kind(data)
     if kind is None:
         raise SpecLoadError(
@@ -49,10 +53,12 @@ def from_data(data, *, file: str = "<data>") -> Spec:
             "not a spec amldist knows (a command job, command component, pipeline job or DistributedComponent)",
             hint="set 'type:' (command, pipeline or DistributedComponent) or '$schema:'",
         )
+    from amldist.spec.model import SPEC_CLASSES
+
     return SPEC_CLASSES[kind].from_dict(data)
 
 
-def loads(text: str, *, file: str = "<string>") -> Spec:
+def loads(text: str, *, file: str = "<string>") -> "Spec":
     try:
         doc = load_yaml(text)
     except YamlError as exc:
@@ -62,7 +68,7 @@ def loads(text: str, *, file: str = "<string>") -> Spec:
     return from_data(doc.data, file=file)
 
 
-def load(path) -> Spec:
+def load(path) -> "Spec":
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
