@@ -63,7 +63,10 @@ def main(mode: str) -> None:
     else:
         destroy()
         result["initialized_after_destroy"] = dist.is_initialized()
-    print("RESULT " + json.dumps(result), flush=True)
+    # One write per line: under torchrun every rank shares one stdout pipe, and print() writes the
+    # text and its newline separately when unbuffered, so two ranks' lines could fuse.
+    sys.stdout.write("RESULT " + json.dumps(result) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

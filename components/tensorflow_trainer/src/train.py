@@ -55,6 +55,16 @@ def synthetic(seed: int):
     return x, y
 
 
+def synthetic_torch(seed: int):
+    """The same kind of data from torch alone: the fallback must not need numpy (torch does not ship it)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)  # the same data on every worker; each takes its own rows
+    x = torch.randn(ROWS, FEATURES, generator=gen)
+    y = x @ torch.randn(FEATURES, 1, generator=gen) + 0.1 * torch.randn(ROWS, 1, generator=gen)
+    return x, y
+
+
 def train_tensorflow(args, env) -> dict:
     import tensorflow as tf
 
@@ -77,7 +87,7 @@ def train_torch(args, env) -> dict:
     from torch.nn.parallel import DistributedDataParallel
 
     init_distributed(backend="gloo")
-    x, y = (torch.from_numpy(a) for a in synthetic(args.seed))
+    x, y = synthetic_torch(args.seed)
     shard = slice(env.rank, None, env.world_size)  # every worker takes its own rows
     x, y = x[shard], y[shard]
     torch.manual_seed(args.seed)
