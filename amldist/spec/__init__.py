@@ -33,7 +33,7 @@ def __getattr__(name):
 __all__ = [
     "CommandComponent", "CommandJob", "DistributedComponent", "Distribution", "Launcher", "Limits",
     "PipelineJob", "Resources", "Spec", "SpecLoadError", "YamlDocument", "YamlError",
-    "detect_kind", "dump_yaml", "from_data", "load", "load_yaml", "loads",
+    "detect_kind", "dump_yaml", "from_data", "load", "load_yaml", "loads", "parse_document", "read_document",
 ]
 
 
@@ -58,21 +58,31 @@ def from_data(data, *, file: str = "<data>") -> "Spec":
     return SPEC_CLASSES[kind].from_dict(data)
 
 
-def loads(text: str, *, file: str = "<string>") -> "Spec":
+def parse_document(text: str, *, file: str = "<string>") -> YamlDocument:
+    """The YAML document of a spec's text; SpecLoadError (with a position) when it is not one."""
     try:
         doc = load_yaml(text)
     except YamlError as exc:
         raise SpecLoadError(file, exc.line, exc.col, exc.code, exc.message, exc.hint) from None
     if doc.data is None:
         raise SpecLoadError(file, 1, 1, "empty-file", "the file is empty")
-    return from_data(doc.data, file=file)
+    return doc
 
 
-def load(path) -> "Spec":
+def read_document(path) -> tuple[str, YamlDocument]:
+    """A spec file's text and document, with one clear error for an unreadable or malformed file."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read {path}: {exc}", exit_code=1) from None
-    return loads(text, file=path)
+    return text, parse_document(text, file=path)
+
+
+def loads(text: str, *, file: str = "<string>") -> "Spec":
+    return from_data(parse_document(text, file=file).data, file=file)
+
+
+def load(path) -> "Spec":
+    return from_data(read_document(path)[1].data, file=os.fspath(path))

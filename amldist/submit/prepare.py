@@ -39,23 +39,13 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
             process_count_per_instance: int | None = None, cwd: str | None = None) -> Prepared:
     """The job ``amldist submit`` would run for ``path`` and these options (see the module docstring)."""
     from amldist.diagnostics import has_errors
-    from amldist.spec import SpecLoadError, YamlError, from_data, load_yaml
+    from amldist.spec import from_data, read_document
     from amldist.spec.kinds import COMMAND_JOB, PIPELINE_JOB, detect_kind
     from amldist.validate import validate_data
 
     cwd = cwd or os.getcwd()
     file = os.fspath(path)
-    try:
-        with open(file, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read {file}: {exc}", exit_code=1) from None
-    try:
-        doc = load_yaml(text)
-    except YamlError as exc:
-        raise SpecLoadError(file, exc.line, exc.col, exc.code, exc.message, exc.hint) from None
-    if doc.data is None:
-        raise SpecLoadError(file, 1, 1, "empty-file", "the file is empty")
+    text, doc = read_document(file)
     base_dir = os.path.dirname(os.path.abspath(file))
     kind = detect_kind(doc.data)
     if kind is None:
