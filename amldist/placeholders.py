@@ -22,6 +22,10 @@ What the legacy Component SDK did with brackets, and what we decided:
 - In v2 only ``$[[`` opens a group (plain brackets are always literal) and ``]]`` closes the innermost
   open group; a run of ``]`` closes with its last characters (``$[[--x [1]]]`` is ``--x [1]`` in a
   group). A ``]]`` with no open group is literal (shell ``[[ ... ]]``).
+- A v2 name may be dotted (``${{inputs.group.param}}``): azure-ai-ml accepts port names matching
+  ``^[a-zA-Z_][a-zA-Z0-9_]*(\\.[a-zA-Z_][a-zA-Z0-9_]*)*$`` (``IOConstants.VALID_KEY_PATTERN``, a flattened
+  parameter group), for inputs and outputs alike; the whole dotted name is the reference, compared
+  with the declared keys as is. Legacy names stay undotted.
 - Other v2 expressions (``${{parent.inputs.x}}``, ``${{search_space.lr}}``, ``${{name}}``) are literal
   text here. A malformed ``{inputs.`` / ``${{inputs.`` reference is an error, and so is v2 syntax in a
   legacy command (mixing the two is always a mistake).
@@ -41,9 +45,10 @@ LEGACY = "legacy"
 V2 = "v2"
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # dotted: a flattened parameter group
 _LEGACY_REF = re.compile(r"\{(inputs|outputs)\.(" + _NAME + r")\}")
 _LEGACY_START = re.compile(r"\{(inputs|outputs)\.")
-_V2_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _NAME + r")\s*\}\}")
+_V2_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _V2_NAME + r")\s*\}\}")
 _V2_START = re.compile(r"\$\{\{\s*(inputs|outputs)\.")
 _V2_MARKERS = re.compile(r"\$\{\{|\$\[\[")
 _DROPPED = "\x00"  # stands for a dropped group until the spaces around it are squeezed
@@ -121,7 +126,8 @@ def _placeholders(text: str, syntax: str) -> list[Placeholder]:
         if ref is None:
             raise PlaceholderSyntaxError(
                 "malformed-placeholder", "malformed reference", text, match.start(),
-                hint="write {inputs.NAME} (legacy) or ${{inputs.NAME}} (v2); NAME is letters, digits and _",
+                hint="write {inputs.NAME} (legacy) or ${{inputs.NAME}} (v2); NAME is letters, digits and _"
+                     + (" (in v2 also dotted, e.g. group.param)" if syntax == V2 else ""),
             )
         found.append(Placeholder(ref.group(1), ref.group(2), ref.start(), ref.end()))
     return found

@@ -196,3 +196,34 @@ def test_roundtrip_property(parts):
     assert ph.drop_unset_groups(v2, lambda ref: True).replace(" ", "") == (
         v2.replace("$[[", "").replace("]]", "").replace(" ", "")
     )
+
+
+# ---- dotted v2 names (flattened parameter groups) ----
+
+def test_v2_names_may_be_dotted_like_azure_ai_ml_port_names():
+    text = "echo $[[--n ${{inputs.group.number}}]] ${{ inputs.group.sub1.integer }} ${{outputs.out.part}}"
+    refs = ph.references(text, ph.V2)
+    assert names(refs) == [("inputs", "group.number", True), ("inputs", "group.sub1.integer", False),
+                           ("outputs", "out.part", False)]
+    assert text[refs[1].start:refs[1].end] == "${{ inputs.group.sub1.integer }}"
+    # groups resolve on the whole dotted name; render writes it back unchanged
+    assert ph.drop_unset_groups(text, {"group.sub1.integer"}) == \
+        "echo ${{inputs.group.sub1.integer}} ${{outputs.out.part}}"
+    assert ph.drop_unset_groups(text, {"group.number", "group.sub1.integer"}).startswith(
+        "echo --n ${{inputs.group.number}} ")
+
+
+@pytest.mark.parametrize("text", [
+    "x ${{inputs.group.}}", "x ${{inputs.group..n}}", "x ${{inputs.group.1n}}", "x ${{inputs..n}}",
+])
+def test_v2_dotted_names_need_a_name_on_each_side_of_every_dot(text):
+    with pytest.raises(ph.PlaceholderSyntaxError) as info:
+        ph.parse(text, ph.V2)
+    assert (info.value.code, info.value.offset) == ("malformed-placeholder", 2)
+    assert "dotted" in info.value.hint
+
+
+def test_legacy_names_stay_undotted():
+    with pytest.raises(ph.PlaceholderSyntaxError) as info:
+        ph.parse("python t.py [--n {inputs.group.number}]", ph.LEGACY)
+    assert info.value.code == "malformed-placeholder" and "dotted" not in info.value.hint
