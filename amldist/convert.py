@@ -39,6 +39,7 @@ import warnings
 
 from amldist import placeholders
 from amldist.errors import UserError
+from amldist.flags import is_optional
 from amldist.legacy_builder import (
     ComponentSpecError,
     check_with_validator,
@@ -352,7 +353,7 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
     for name, port in declared.items():
         value = given.get(name, port.get("default"))
         if value is None:
-            if not port.get("optional"):
+            if not is_optional(port):
                 raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')})")
             continue
         if port.get("type") in _DATA_TYPES:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from amldist import placeholders
 from amldist.errors import UserError
+from amldist.flags import is_optional
 from amldist.spec.model import DistributedComponent, Launcher
 
 LEGACY_SCHEMA = "https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json"
@@ -100,7 +101,7 @@ def v2_port_type(legacy_type, *, enum=None, where: str = "type") -> str:
 
 
 def _is_optional(port) -> bool:
-    return isinstance(port, dict) and port.get("optional") is True
+    return is_optional(port)  # quoted words too, as azure-ai-ml reads them
 
 
 def _port(name: str, value, what: str) -> dict:

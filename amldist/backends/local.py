@@ -40,6 +40,7 @@ from amldist.backends import Prepared, SubmitOptions
 from amldist.backends import local_env as envs
 from amldist.backends.local_command import literal_text, render
 from amldist.errors import UserError
+from amldist.flags import is_optional
 from amldist.submit.overrides import is_path_input
 from amldist.submit.secrets import mask_env
 
@@ -238,7 +239,7 @@ def _local_path(name: str, spec: dict, base_dir: str, file: str) -> str | None:
     path = spec.get("path")
     kind = str(spec.get("type", "uri_folder"))
     if path is None:
-        if spec.get("optional"):
+        if is_optional(spec):
             return None
         raise UserError(f"{file}: input {name!r} has no path", hint=f"pass --input {name}=./local/path")
     text = str(path)
