@@ -4,7 +4,14 @@
   output the spec does not declare;
 - ``optional-input-outside-group``: an ``optional: true`` input used outside
   ``$[[ ... ]]`` (v2) or ``[ ... ]`` (legacy): the command would break when the
-  input is not given.
+  input is not given;
+- ``optional-input-default-outside-group`` (warning): the same for an optional
+  input with a ``default`` (not null): Azure ML fills the default when no value is
+  given, so the command always gets one (azure-ai-ml and the service accept it;
+  the real-world samples do it). Warned because ``optional`` then has no effect.
+``optional`` is read as azure-ai-ml reads it (``amldist.flags``: ``'true'``,
+``yes``, ``1`` ... count). Names may be dotted in v2 (``${{inputs.group.x}}``, a
+flattened parameter group) and are compared with the declared keys exactly.
 Commands are parsed by ``amldist.placeholders`` (shared with convert); its
 syntax errors (``unbalanced-bracket``, ``malformed-placeholder``, ``mixed-syntax``)
 are reported with its codes. A command without any optional group and with only
@@ -16,18 +23,25 @@ from __future__ import annotations
 
 import re
 
-from amldist.diagnostics import ERROR
+from amldist.diagnostics import ERROR, WARNING
+from amldist.flags import is_optional
 from amldist.validate.messages import suggest
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # as amldist.placeholders: v2 names may be dotted (parameter groups)
 _FAST = {
-    False: (re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _NAME + r")\s*\}\}"), re.compile(r"\$\{\{\s*(?:inputs|outputs)\.")),
+    False: (re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _V2_NAME + r")\s*\}\}"), re.compile(r"\$\{\{\s*(?:inputs|outputs)\.")),
     True: (re.compile(r"\{(inputs|outputs)\.(" + _NAME + r")\}"), re.compile(r"\{(?:inputs|outputs)\.")),
 }
 
 
 def optional_names(inputs: dict) -> set:
-    return {name for name, spec in inputs.items() if isinstance(spec, dict) and spec.get("optional") is True}
+    """Declared inputs whose ``optional:`` azure-ai-ml reads as true."""
+    return {name for name, spec in inputs.items() if is_optional(spec)}
+
+
+def has_default(spec) -> bool:
+    return isinstance(spec, dict) and spec.get("default") is not None
 
 
 def fast_references(command: str, legacy: bool):
@@ -82,9 +96,16 @@ def check_command(ctx, path, command, inputs: dict, outputs: dict, *, legacy: bo
                      position=ctx.locate(path, text))
         elif source == "inputs" and name in optional and not in_group:
             example = f"[--{name} {text}]" if legacy else f"$[[--{name} {text}]]"
-            ctx.emit(path, ERROR, "optional-input-outside-group",
-                     f"{_dotted(path)} uses optional input {name!r} outside an optional group {group}",
-                     f"wrap the argument, e.g. {example}, or make the input required", position=ctx.locate(path, text))
+            where = f"{_dotted(path)} uses optional input {name!r} outside an optional group {group}"
+            if has_default(names[name]):
+                ctx.emit(path, WARNING, "optional-input-default-outside-group",
+                         f"{where}; its default fills it when no value is given",
+                         f"the argument is always passed; to let a caller leave it out wrap it, e.g. {example}, "
+                         "or drop 'optional: true'", position=ctx.locate(path, text))
+            else:
+                ctx.emit(path, ERROR, "optional-input-outside-group", where,
+                         f"wrap the argument, e.g. {example}, or make the input required",
+                         position=ctx.locate(path, text))
 
 
 def _dotted(path) -> str:

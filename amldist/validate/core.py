@@ -119,7 +119,7 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
     if rules.has_non_string_keys(data, doc):
         data = rules.string_keys(ctx, data)
     shipped = registry.shipped()
-    reporter = Reporter(shipped, file, doc)
+    reporter = Reporter(shipped, file, doc, kind=kind)
     reporter.add_errors(registry.check_for(kind)(data))
     ctx.out.extend(reporter.out)
     if isinstance(data, dict):

@@ -9,6 +9,12 @@
   a node input or output the component does not declare is an error
   (``unknown-input`` / ``unknown-output``); a missing file is a warning
   (``missing-component``), one that cannot be read is an error (``invalid-component``).
+- ``missing-environment`` (warning): an inline command step (``command:`` and
+  no ``component:``) without an ``environment``. azure-ai-ml 1.35.2 loads the
+  pipeline, but its ``_validate()`` (run by ``jobs.create_or_update``) refuses it
+  ("jobs.<node>.component.environment: Missing data for required field"), also
+  when ``settings.default_environment`` is set: the SDK does not apply that
+  setting to steps (it has no such field; the key is only passed on).
 - Size rules use the node's ``distribution``/``resources`` over the component's
   (a node's distribution of another ``type`` replaces the component's). A
   pipeline has no job-level instance type, so there is no pipeline default to add.
@@ -66,9 +72,11 @@ def check_pipeline(ctx, data: dict) -> None:
             node_outputs[name] = known
         elif component is None and "component" not in node:
             node_outputs[name] = known  # inline node: its outputs are all there is
+    settings = rules.declared(data.get("settings"))
     for name, node in jobs.items():
         if isinstance(node, dict):
-            check_node(ctx, name, node, components.get(name), inputs, outputs, jobs, node_outputs)
+            check_node(ctx, name, node, components.get(name), inputs, outputs, jobs, node_outputs,
+                       settings.get("default_environment"))
 
 
 def _component_of(ctx, node: dict, path):
@@ -93,7 +101,7 @@ def _component_of(ctx, node: dict, path):
     return found
 
 
-def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs) -> None:
+def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, default_environment=None) -> None:
     path = ("jobs", name)
     for value_path, text in _strings(node, path):
         if "${{" in text:
@@ -118,9 +126,28 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs) 
                                 comp_outputs)
     if "command" in node:
         command_rules.check_command(ctx, path + ("command",), node.get("command"), node_inputs, node_outs)
+        if "component" not in node:
+            _inline_environment(ctx, name, node, default_environment)
     rules.check_code(ctx, node, path)
     rules.check_environment(ctx, node, path)
     _node_sizes(ctx, node, component, path)
+
+
+def _inline_environment(ctx, name, node, default_environment) -> None:
+    """An inline command step needs its own ``environment`` (see the module docstring)."""
+    node_type = node.get("type")
+    if node_type is not None and not (isinstance(node_type, str) and node_type.strip().lower() == "command"):
+        return
+    environment = node.get("environment")
+    if environment is not None and environment != "" and environment != {}:
+        return
+    path = ("jobs", name)
+    hint = "set environment: (azureml:NAME:VERSION, azureml:NAME@latest or an inline image)"
+    if default_environment is not None:
+        hint += "; azure-ai-ml does not apply settings.default_environment to a step"
+    ctx.emit(path + ("environment",), WARNING, "missing-environment",
+             f"jobs.{name}: an inline command step has no environment; azure-ai-ml refuses the pipeline at "
+             "submission", hint, position=ctx.where(path))
 
 
 def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outputs) -> None:
@@ -128,12 +155,13 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
     position = ctx.locate(value_path, text)
     if len(parts) >= 2 and parts[0] in ("inputs", "outputs"):
         names = inputs if parts[0] == "inputs" else outputs
-        if parts[1] not in names:
-            guess = suggest(parts[1], list(names))
+        if not _declares(names, parts[1:]):
+            wanted = ".".join(parts[1:])
+            guess = suggest(wanted, list(names))
             ctx.emit(value_path, ERROR, f"undeclared-{parts[0][:-1]}",
                      f"{'.'.join(map(str, value_path))} binds {text} but the pipeline declares no "
-                     f"{parts[0][:-1]} {parts[1]!r}",
-                     f"did you mean {guess!r}?" if guess else f"declare {parts[1]!r} under the pipeline's {parts[0]}:",
+                     f"{parts[0][:-1]} {wanted!r}",
+                     f"did you mean {guess!r}?" if guess else f"declare {wanted!r} under the pipeline's {parts[0]}:",
                      position=position)
     elif len(parts) >= 2 and parts[0] == "jobs":
         node = parts[1]
@@ -142,12 +170,24 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             ctx.emit(value_path, ERROR, "unknown-job",
                      f"{'.'.join(map(str, value_path))} binds {text} but the pipeline has no job {node!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
-        elif len(parts) >= 4 and parts[2] == "outputs" and node in node_outputs and parts[3] not in node_outputs[node]:
+        elif len(parts) >= 4 and parts[2] == "outputs" and node in node_outputs and not _declares(
+                node_outputs[node], parts[3:]):
             known = node_outputs[node]
-            guess = suggest(parts[3], list(known))
+            wanted = ".".join(parts[3:])
+            guess = suggest(wanted, list(known))
             ctx.emit(value_path, ERROR, "undeclared-output",
-                     f"{'.'.join(map(str, value_path))} binds {text} but job {node!r} has no output {parts[3]!r}",
+                     f"{'.'.join(map(str, value_path))} binds {text} but job {node!r} has no output {wanted!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
+
+
+def _declares(names, parts) -> bool:
+    """Whether ``names`` holds ``parts[0]`` or a dotted name ``parts[0].parts[1]...``.
+
+    Pipeline input keys may be dotted (a flattened parameter group, as azure-ai-ml's
+    ``validate_pipeline_input_key_characters`` allows), so ``${{parent.inputs.g.lr}}`` binds
+    the input ``g.lr``, or the group ``g``'s member when ``g`` itself is declared.
+    """
+    return any(".".join(parts[:k]) in names for k in range(1, len(parts) + 1))
 
 
 def _node_sizes(ctx, node, component, path) -> None:

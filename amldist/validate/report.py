@@ -8,7 +8,8 @@ Choices made here:
   branches of the wrong YAML type are dropped and the branch with the fewest
   errors is shown (one "expected a string or a mapping" when none is left).
 - unknown keys: one diagnostic per key, at the key, with a did-you-mean over the
-  mapping's ``properties``.
+  mapping's ``properties``. A warning (``x-amldist-unknown-keys``) says what
+  azure-ai-ml does with the key there (``unknown_key_note``).
 - hints: the failing subschema's ``x-amldist-hint`` (an anyOf/oneOf's own hint
   goes with the errors about the union itself, not with every error inside the
   branch shown), plus a did-you-mean where one is close.
@@ -17,6 +18,7 @@ Choices made here:
 from __future__ import annotations
 
 from amldist.diagnostics import ERROR, WARNING, Diagnostic
+from amldist.spec.kinds import DISTRIBUTED_COMPONENT
 from amldist.validate.evaluator import HINT, UNKNOWN_KEYS, is_valid
 from amldist.validate.messages import CODES, choices, describe, show, suggest, type_words, words_of
 
@@ -31,11 +33,36 @@ def field_name(path) -> str:
     return text
 
 
+# What azure-ai-ml 1.35.2 does with a key it does not know, where amldist only warns (checked by
+# loading a spec with such keys and serialising its REST body): a component's distribution and
+# resources are loaded with unknown=INCLUDE but dumped field by field, so the key is lost; a v2
+# component's top level and a pipeline's settings keep it and send it in the REST body; a legacy
+# spec (InternalComponent) keeps it on the object but its REST body is dumped field by field.
+DROPS = "azure-ai-ml drops it"
+SENDS = "azure-ai-ml does not check it and sends it on as written"
+LEGACY_TOP = "azure-ai-ml does not check it and leaves it out of what it sends"
+
+
+def unknown_key_note(path, kind=None) -> str | None:
+    """What azure-ai-ml does with an unknown key in the mapping at ``path``; None where not known."""
+    last = path[-1] if path else None
+    if not path:
+        return LEGACY_TOP if kind == DISTRIBUTED_COMPONENT else SENDS
+    if last in ("distribution", "resources"):
+        return DROPS
+    if last == "settings" and len(path) == 1:
+        return SENDS
+    if last == "component" and len(path) == 3 and path[0] == "jobs":  # a pipeline step's inline component
+        return SENDS
+    return None
+
+
 class Reporter:
-    def __init__(self, registry, file: str, doc=None):
+    def __init__(self, registry, file: str, doc=None, kind=None):
         self.registry = registry
         self.file = file
         self.doc = doc
+        self.kind = kind
         self.out: list[Diagnostic] = []
 
     # -- entry point --
@@ -55,8 +82,9 @@ class Reporter:
             for key in error.params.get("unexpected", []):
                 guess = suggest(str(key), known)
                 text = f"unknown key {key!r} in {where}"
-                if severity == WARNING:
-                    text += " (azure-ai-ml drops it)"
+                note = unknown_key_note(path, self.kind) if severity == WARNING else None
+                if note:
+                    text += f" ({note})"
                 tip = f"did you mean {guess!r}?" if guess else (hint or _allowed(known))
                 if severity == WARNING and not guess:
                     tip = _allowed(known)

@@ -75,3 +75,32 @@ def test_helpers():
     assert suggest("Pytorch", ["pytorch", "mpi"]) == "pytorch"
     assert suggest("instnce_type", ["instance_type", "instance_count"]) == "instance_type"
     assert suggest("zzz", ["pytorch"]) is None
+
+
+def test_unknown_key_warnings_say_what_azure_ai_ml_does_there():
+    from amldist.validate import validate_text
+    from amldist.validate.report import DROPS, LEGACY_TOP, SENDS
+
+    def warned(text):
+        return {d.field: d.message for d in validate_text(text) if d.code == "unknown-key" and d.severity == "warning"}
+
+    component = ("$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json\n"
+                 "type: command\nname: c\nversion: 1\nenvironment: azureml:env:1\ncommand: x\ncompute: cpu\n"
+                 "distribution:\n  type: mpi\n  process_count: 2\nresources:\n  gpus: 2\n"
+                 "intellectual_property:\n  publisher: me\n  owner: you\n")
+    found = warned(component)
+    assert found["compute"] == f"unknown key 'compute' in the document ({SENDS})"
+    assert found["distribution.process_count"].endswith(f"in distribution ({DROPS})")
+    assert found["resources.gpus"].endswith(f"in resources ({DROPS})")
+    assert found["intellectual_property.owner"] == "unknown key 'owner' in intellectual_property"  # not verified
+    pipeline = ("type: pipeline\nsettings:\n  default_compute: azureml:cpu\n  environment: x\njobs:\n  a:\n"
+                "    type: command\n    component:\n      command: x\n      environment: azureml:env:1\n"
+                "      colour: red\n      resources:\n        gpus: 1\n")
+    found = warned(pipeline)
+    assert found == {"settings.environment": f"unknown key 'environment' in settings ({SENDS})",
+                     "jobs.a.component.colour": f"unknown key 'colour' in jobs.a.component ({SENDS})",
+                     "jobs.a.component.resources.gpus": f"unknown key 'gpus' in jobs.a.component.resources ({DROPS})"}
+    legacy = ("name: x.y\nversion: 0.0.1\ntype: DistributedComponent\nowner: me\nenvironment:\n  name: AzureML-Minimal\n"
+              "launcher:\n  type: mpi\n  additional_arguments: python t.py\n")
+    assert warned(legacy) == {"owner": f"unknown key 'owner' in the document ({LEGACY_TOP})"}
+    assert "drops" not in SENDS and "drops" not in LEGACY_TOP and "drops" in DROPS

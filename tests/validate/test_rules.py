@@ -55,6 +55,65 @@ def test_unclosed_v2_group_is_reported():
     assert codes(validate_text(text)) == ["unbalanced-bracket"]
 
 
+
+# ---- dotted input names (flattened parameter groups) ----
+
+GROUPED = COMPONENT + "inputs:\n  group.number:\n    type: number\n    default: 1.5\n    optional: true\n" \
+                      "  group.sub.count:\n    type: integer\noutputs:\n  out:\n    type: uri_folder\n"
+
+
+def test_dotted_input_names_are_placeholders_checked_exactly():
+    ok = GROUPED + "command: echo $[[${{inputs.group.number}}]] ${{inputs.group.sub.count}} ${{outputs.out}}\n"
+    assert validate_text(ok) == []
+    typo = GROUPED + "command: echo ${{inputs.group.sub.cout}} ${{inputs.group}}\n"
+    diags = validate_text(typo)
+    assert [(d.code, d.line, d.col) for d in diags] == [("undeclared-input", 16, 15), ("undeclared-input", 16, 42)]
+    assert "'group.sub.cout'" in diags[0].message and diags[0].hint == "did you mean 'group.sub.count'?"
+    assert "'group'" in diags[1].message
+
+
+def test_a_dotted_name_with_an_empty_part_is_still_malformed():
+    diag = one(validate_text(GROUPED + "command: echo ${{inputs.group..number}}\n"), "malformed-placeholder")
+    assert diag.severity == "error" and "dotted" in diag.hint
+
+
+# ---- optional inputs: defaults, and booleans read as azure-ai-ml reads them ----
+
+def optional_input(optional="true", default=None):
+    port = f"inputs:\n  n:\n    type: integer\n    optional: {optional}\n"
+    return COMPONENT + port + (f"    default: {default}\n" if default is not None else "")
+
+
+def test_an_optional_input_with_a_default_outside_a_group_is_a_warning():
+    diags = validate_text(optional_input(default=3) + "command: python t.py --n ${{inputs.n}}\n")
+    assert [(d.code, d.severity, d.line, d.col) for d in diags] == [
+        ("optional-input-default-outside-group", "warning", 11, 26)]
+    assert "default" in diags[0].message and "$[[--n ${{inputs.n}}]]" in diags[0].hint
+    # no default (or a null one): the command breaks when the input is not given
+    for text in (optional_input(), optional_input(default="null")):
+        diag = one(validate_text(text + "command: python t.py --n ${{inputs.n}}\n"), "optional-input-outside-group")
+        assert diag.severity == "error"
+    assert validate_text(optional_input(default=3) + "command: python t.py $[[--n ${{inputs.n}}]]\n") == []
+
+
+def test_legacy_optional_input_with_a_default_is_a_warning_too():
+    text = LEGACY.replace("    optional: true\n", "    optional: true\n    default: x\n").format(
+        args='"python t.py {inputs.a} --o {inputs.o} {outputs.out}"')
+    assert [(d.code, d.severity) for d in validate_text(text, "legacy.yaml")] == [
+        ("optional-input-default-outside-group", "warning")]
+
+
+@pytest.mark.parametrize("word", ["'true'", "'True'", "'TRUE'", "'yes'", "'on'", "'y'", "'1'"])
+def test_quoted_true_words_make_an_input_optional(word):
+    diags = validate_text(optional_input(word) + "command: python t.py --n ${{inputs.n}}\n")
+    assert codes(diags) == ["optional-input-outside-group"], word
+
+
+@pytest.mark.parametrize("word", ["false", "'false'", "'no'", "'off'", "'0'"])
+def test_false_words_leave_an_input_required(word):
+    assert validate_text(optional_input(word) + "command: python t.py --n ${{inputs.n}}\n") == [], word
+
+
 LEGACY = "name: x.y\nversion: 0.0.1\ntype: DistributedComponent\nenvironment:\n  name: AzureML-Minimal\n" \
          "inputs:\n  a:\n    type: path\n  o:\n    type: String\n    optional: true\noutputs:\n  out:\n    type: path\n" \
          "launcher:\n  type: mpi\n  additional_arguments: {args}\n"
@@ -180,7 +239,8 @@ def test_fast_path_agrees_with_the_placeholder_parser():
     from amldist.validate.command_rules import fast_references
 
     pieces = ["${{inputs.a}}", "${{ outputs.b }}", "{inputs.c}", "{outputs.d}", "${{inputs.}}", "{inputs.",
-              "$[[", "]]", "[", "]", " --x ", "${{parent.inputs.p}}", "'", "\n", "${{inputs.9x}}", "{inputs.e_1}"]
+              "$[[", "]]", "[", "]", " --x ", "${{parent.inputs.p}}", "'", "\n", "${{inputs.9x}}", "{inputs.e_1}",
+              "${{inputs.g.n}}", "${{ inputs.g.s.i }}", "${{inputs.g.}}", "{inputs.g.n}", "${{outputs.o.p}}"]
     rng = random.Random(3)
     checked = 0
     for _ in range(3000):
