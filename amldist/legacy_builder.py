@@ -7,8 +7,8 @@ internal components read: the command lives in ``launcher.additional_arguments``
 Checked here, each with one UserError naming the input and what to do:
 - the launcher is ``torch.distributed`` or ``mpi`` (the old SDK silently ran anything else as mpi);
 - every ``{inputs.x}`` / ``{outputs.y}`` names a declared input / output;
-- an ``optional: true`` input is referenced only inside an optional group (outside one, the command
-  would carry a bare flag with nothing after it when the input is not given);
+- an ``optional: true`` input without a default is referenced only inside an optional group (outside
+  one, the command would carry a bare flag with nothing after it when the input is not given);
 - input types are legacy types amldist can also convert to v2;
 - then ``amldist.validate.validate_spec`` (when that module is installed) reports no error.
 """
@@ -62,7 +62,7 @@ def command_problems(command: str, inputs: dict | None, outputs: dict | None) ->
                 f"command references {{{ref.source}.{ref.name}}} but {ref.source} has no {ref.name!r}",
                 f"declare it under {ref.source} (declared: {known})",
             ))
-        elif ref.source == "inputs" and not ref.in_group and _is_optional(declared[ref.name]):
+        elif ref.source == "inputs" and not ref.in_group and _optional_without_default(declared[ref.name]):
             problems.append((
                 "optional-input-outside-group",
                 f"optional input {ref.name!r} is used outside an optional group",
@@ -100,8 +100,10 @@ def v2_port_type(legacy_type, *, enum=None, where: str = "type") -> str:
     )
 
 
-def _is_optional(port) -> bool:
-    return is_optional(port)  # quoted words too, as azure-ai-ml reads them
+def _optional_without_default(port) -> bool:
+    # An optional input with a default always has a value when the job runs, so outside a group it
+    # is only a warning for `amldist validate`; the builder refuses no more than validate does.
+    return is_optional(port) and not (isinstance(port, dict) and port.get("default") is not None)
 
 
 def _port(name: str, value, what: str) -> dict:
