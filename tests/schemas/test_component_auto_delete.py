@@ -21,5 +21,5 @@ def test_known_keys_pass():
 
 def test_unknown_key_is_an_error_naming_it():
     errors = [d for d in validate_text(COMPONENT.format(key="valeu"), "c.yml") if d.severity == "error"]
-    assert [(d.code, d.line) for d in errors] == [("unknown-key", 10)]
+    assert [(d.code, d.line) for d in errors] == [("unknown-key", 9)]
     assert "valeu" in errors[0].message and "value" in (errors[0].hint or "")
