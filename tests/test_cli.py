@@ -33,3 +33,11 @@ def test_version_imports_nothing_heavy():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "heavy="
+
+
+def test_counts_must_be_whole_numbers_of_at_least_one(cli, tmp_path):
+    for argv in (["submit", "job.yml", "--instance-count", "0"],
+                 ["submit", "job.yml", "--process-count-per-instance", "two"],
+                 ["convert", "legacy.yml", "--instance-count", "-1"]):
+        code, _, err = cli(*argv)
+        assert code == 2 and ("at least 1" in err or "not a whole number" in err), (argv, err)

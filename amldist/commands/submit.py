@@ -20,17 +20,7 @@ from __future__ import annotations
 
 import sys
 
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+from amldist.commands import positive_int
 
 
 def register(subparsers) -> None:
@@ -50,8 +40,8 @@ def register(subparsers) -> None:
                         "VALUE is read as YAML; the file is not modified)")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", dest="inputs",
                         help="set a job input (repeatable); local paths are relative to the current directory")
-    parser.add_argument("--instance-count", type=_positive, metavar="N", help="number of nodes")
-    parser.add_argument("--process-count-per-instance", type=_positive, metavar="N",
+    parser.add_argument("--instance-count", type=positive_int, metavar="N", help="number of nodes")
+    parser.add_argument("--process-count-per-instance", type=positive_int, metavar="N",
                         help="processes per node (pytorch and mpi)")
     parser.add_argument("--workspace", metavar="W", help="Azure ML workspace name")
     parser.add_argument("--resource-group", metavar="G", help="resource group of the workspace")
