@@ -13,7 +13,7 @@ _LAZY = {
     "tensorflow_job": "amldist.builders",
     "distributed_component": "amldist.builders",
     "convert_legacy": "amldist.convert",
-    "component_to_job": "amldist.convert",
+    "component_to_job": "amldist.component_job",
     "load": "amldist.spec",
     "loads": "amldist.spec",
     "validate_paths": "amldist.validate",

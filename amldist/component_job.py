@@ -1,0 +1,142 @@
+"""A component (v2, or a legacy DistributedComponent) as the command job that runs it once.
+
+``amldist submit`` runs components this way; pipeline code can call ``component_to_job`` too.
+Legacy specs go through ``amldist.convert.convert_legacy`` first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from amldist import placeholders
+from amldist.convert import TIMEOUT_TAG, ConversionError, convert_legacy, positive_count
+from amldist.errors import UserError
+from amldist.flags import is_optional
+from amldist.legacy_builder import validator
+from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
+
+V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # azureml:, https:, wasbs:, abfss:, ... (not C:)
+_DATA_TYPES = ("uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model")
+
+
+def _load_component(component, base_dir):
+    if isinstance(component, (str, os.PathLike)):
+        path = os.fspath(component)
+        base_dir = os.path.dirname(os.path.abspath(path))
+        spec = load(path)
+        if isinstance(spec, DistributedComponent):
+            return convert_legacy(path), base_dir
+        validate = validator()
+        errors = [d for d in validate.validate_file(path) if d.severity == "error"] if validate else []
+        if errors:
+            raise ConversionError(f"{path} is not a valid component ({len(errors)} error(s))", errors)
+        component = spec
+    elif isinstance(component, DistributedComponent):
+        component = convert_legacy(component)
+    if not isinstance(component, CommandComponent):
+        raise UserError(f"expected a command component or a legacy DistributedComponent, got {component!r:.60}")
+    return component, base_dir or os.getcwd()
+
+
+def _local(path, base_dir):
+    """Local relative paths made absolute, so the job means the same wherever its YAML goes."""
+    if not isinstance(path, str) or _URI.match(path) or os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(base_dir, path))
+
+
+def _literal(name: str, port: dict, value):
+    """A literal input value, coerced from text (the CLI passes strings) and range-checked."""
+    kind = port.get("type")
+    text = str(value).strip()
+    if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d+", text):
+        value = int(text)
+    elif kind == "number" and not isinstance(value, bool) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+        value = float(text) if not isinstance(value, int) else value
+    elif kind == "boolean" and text.lower() in ("true", "false"):
+        value = text.lower() == "true"
+    elif kind == "string" and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        value = str(value)
+    else:
+        article = "an" if str(kind)[:1] in "aeiou" else "a"
+        raise UserError(f"input {name!r} expects {article} {kind}, got {value!r}")
+    if port.get("enum") and str(value) not in port["enum"]:
+        raise UserError(f"input {name!r} must be one of {', '.join(port['enum'])}, got {value!r}")
+    if kind in ("integer", "number"):
+        low, high = port.get("min"), port.get("max")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise UserError(f"input {name!r} must lie in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _job_inputs(component: CommandComponent, given: dict) -> dict:
+    declared = component.inputs or {}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise UserError(f"unknown input(s) {', '.join(unknown)}",
+                        hint=f"the component's inputs are: {', '.join(sorted(declared)) or 'none'}")
+    out = {}
+    for name, port in declared.items():
+        value = given.get(name, port.get("default"))
+        if value is None:
+            if not is_optional(port):
+                raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')})")
+            continue
+        if port.get("type") in _DATA_TYPES:
+            data = {"type": port["type"], **(value if isinstance(value, dict) else {"path": str(value)})}
+            data["path"] = _local(data.get("path"), os.getcwd())
+            out[name] = data
+        else:
+            out[name] = _literal(name, port, value)
+    return out
+
+
+def component_to_job(component, *, inputs=None, compute=None, instance_count=None, process_count_per_instance=None,
+                     instance_type=None, environment_variables=None, name=None, experiment_name=None, timeout=None,
+                     base_dir=None) -> CommandJob:
+    """A command job that runs ``component`` once (a CommandComponent, a DistributedComponent or a path).
+
+    ``inputs`` map names to values: literals for string/integer/number/boolean inputs (text is
+    coerced), a path/URI or a ``{"path": ..., "mode": ...}`` mapping for data inputs (local relative
+    paths are taken from the current directory). Defaults fill unset inputs; optional groups whose
+    inputs stay unset are dropped from the command. Relative paths of the component (code, conda file,
+    build context) are resolved against its folder (``base_dir`` for an object; default: the current
+    directory), so the job holds absolute local paths. ``timeout`` (seconds) becomes ``limits.timeout``;
+    without it the component's ``amldist.timeout_seconds`` tag does.
+    """
+    component, base_dir = _load_component(component, base_dir)
+    if component.extra.get("additional_includes"):
+        raise UserError("the component has additional_includes, which a job cannot carry",
+                        hint="copy those files into the code folder")
+    job_inputs = _job_inputs(component, dict(inputs or {}))
+    command = placeholders.drop_unset_groups(component.command or "", set(job_inputs), placeholders.V2)
+    dist = Distribution.from_dict(component.distribution.to_dict()) if component.distribution else None
+    if process_count_per_instance is not None:
+        if dist is None or str(dist.type).lower() not in ("pytorch", "mpi"):
+            raise UserError("process_count_per_instance applies to pytorch and mpi distributions only")
+        dist.process_count_per_instance = positive_count(process_count_per_instance, "process_count_per_instance")
+    res = Resources.from_dict(component.resources.to_dict()) if component.resources else Resources()
+    res.instance_count = positive_count(instance_count, "instance_count") or res.instance_count
+    res.instance_type = instance_type or res.instance_type
+    tags = dict(component.tags or {})
+    tag_timeout = tags.pop(TIMEOUT_TAG, None)
+    timeout = positive_count(timeout, "timeout") or (int(tag_timeout) if str(tag_timeout).isdigit() else None)
+    env = component.environment
+    if isinstance(env, dict):
+        env = dict(env)
+        if isinstance(env.get("conda_file"), str):
+            env["conda_file"] = _local(env["conda_file"], base_dir)
+        if isinstance(env.get("build"), dict):
+            env["build"] = dict(env["build"], path=_local(env["build"].get("path"), base_dir))
+    return CommandJob(
+        schema=V2_JOB_SCHEMA, type="command", name=name, display_name=component.display_name,
+        experiment_name=experiment_name, description=component.description, tags=tags or None,
+        code=_local(component.code, base_dir), command=command, environment=env,
+        environment_variables=dict(environment_variables) if environment_variables else None, compute=compute,
+        inputs=job_inputs or None,
+        outputs={k: {"type": v.get("type", "uri_folder")} for k, v in (component.outputs or {}).items()} or None,
+        distribution=dist, resources=res if res.to_dict() else None,
+        limits=Limits(timeout=timeout) if timeout else None,
+    )
