@@ -34,6 +34,11 @@ class Diagnostic:
         return asdict(self)
 
 
+def errors_in(diagnostics) -> list:
+    """The diagnostics that are errors (what stops a build, a conversion or a submission)."""
+    return [d for d in diagnostics if d.severity == ERROR]
+
+
 def has_errors(diagnostics, *, strict: bool = False) -> bool:
     bad = {ERROR, WARNING} if strict else {ERROR}
     return any(d.severity in bad for d in diagnostics)

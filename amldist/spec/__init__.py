@@ -9,10 +9,14 @@ is a safe, well-formed YAML document of a kind amldist knows.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from amldist.errors import UserError
 from amldist.spec.kinds import detect_kind
 from amldist.spec.yamlio import YamlDocument, YamlError, dump_yaml, load_yaml
+
+if TYPE_CHECKING:  # annotations only; the model itself loads on first use
+    from amldist.spec.model import Spec
 
 # The dataclasses cost ~15 ms to create; the validate path never needs them, so
 # they load on first use (PEP 562).
