@@ -25,13 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"amldist {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in NAMES:
-        try:
-            module = importlib.import_module(f"amldist.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"amldist.commands.{name}":
-                raise
-            continue  # a command not built yet
-        module.register(subparsers)
+        importlib.import_module(f"amldist.commands.{name}").register(subparsers)
     return parser
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
 from amldist.spec.yamlio import dump_yaml
@@ -229,11 +229,3 @@ class DistributedComponent(Spec):
 
 
 SPEC_CLASSES = {cls.kind: cls for cls in (CommandJob, CommandComponent, PipelineJob, DistributedComponent)}
-
-# Field defaults must all be "not given" for round trips to hold; checked once here.
-assert all(
-    f.default is None or f.default is MISSING
-    for cls in SPEC_CLASSES.values()
-    for f in fields(cls)
-    if f.name != "extra"
-)

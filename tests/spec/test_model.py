@@ -99,3 +99,16 @@ def test_save_never_overwrites_without_being_asked(tmp_path):
 def test_multiline_command_dumps_as_block():
     job = spec.loads("type: command\ncommand: |\n  echo a\n  echo b\n")
     assert "command: |\n  echo a\n  echo b\n" in job.to_yaml()
+
+
+def test_every_modelled_field_defaults_to_not_given():
+    # A default other than None would be written by to_dict() for files that never had the key,
+    # and load -> dump -> load would stop being the identity.
+    from dataclasses import MISSING, fields
+
+    from amldist.spec.model import SPEC_CLASSES, Distribution, Launcher, Limits, Resources
+
+    for cls in (*SPEC_CLASSES.values(), Distribution, Resources, Limits, Launcher):
+        for f in fields(cls):
+            if f.name != "extra":
+                assert f.default is None and f.default_factory is MISSING, (cls.__name__, f.name)
