@@ -8,7 +8,6 @@ lines on stderr. The mapping is documented in ``amldist.convert``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
