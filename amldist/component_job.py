@@ -10,10 +10,9 @@ import os
 import re
 
 from amldist import placeholders
-from amldist.convert import TIMEOUT_TAG, ConversionError, convert_legacy, positive_count
+from amldist.convert import TIMEOUT_TAG, check_file, convert_legacy, positive_count
 from amldist.errors import UserError
 from amldist.flags import is_optional
-from amldist.legacy_builder import validator
 from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -28,10 +27,7 @@ def _load_component(component, base_dir):
         spec = load(path)
         if isinstance(spec, DistributedComponent):
             return convert_legacy(path), base_dir
-        validate = validator()
-        errors = [d for d in validate.validate_file(path) if d.severity == "error"] if validate else []
-        if errors:
-            raise ConversionError(f"{path} is not a valid component ({len(errors)} error(s))", errors)
+        check_file(path, "component")
         component = spec
     elif isinstance(component, DistributedComponent):
         component = convert_legacy(component)

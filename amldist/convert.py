@@ -182,16 +182,19 @@ def positive_count(value, what: str) -> int | None:
     return value
 
 
+def check_file(path: str, what: str) -> None:
+    """Raise a ConversionError holding the validator's errors for the file, if it has any."""
+    errors = [d for d in validator().validate_file(path) if d.severity == "error"]
+    if errors:
+        raise ConversionError(f"{path} is not a valid {what} ({len(errors)} error(s))", errors)
+
+
 def load_legacy(spec_or_path) -> tuple[DistributedComponent, str | None]:
     """The legacy spec and its file path; the validator's errors raise a ConversionError."""
     path = None
     if isinstance(spec_or_path, (str, os.PathLike)):
         path = os.fspath(spec_or_path)
-        validate = validator()
-        if validate is not None:
-            errors = [d for d in validate.validate_file(path) if d.severity == "error"]
-            if errors:
-                raise ConversionError(f"{path} is not a valid legacy spec ({len(errors)} error(s))", errors)
+        check_file(path, "legacy spec")
         spec = load(path)
     else:
         spec = spec_or_path

@@ -10,7 +10,7 @@ Checked here, each with one UserError naming the input and what to do:
 - an ``optional: true`` input without a default is referenced only inside an optional group (outside
   one, the command would carry a bare flag with nothing after it when the input is not given);
 - input types are legacy types amldist can also convert to v2;
-- then ``amldist.validate.validate_spec`` (when that module is installed) reports no error.
+- then ``amldist.validate.validate_spec`` reports no error.
 """
 
 from __future__ import annotations
@@ -188,26 +188,29 @@ def distributed_component(
 
 
 def validator():
-    """``amldist.validate`` when it is installed and complete, else None (checks are then skipped)."""
-    try:
-        from amldist import validate
-    except ModuleNotFoundError as exc:
-        if exc.name != "amldist.validate":
-            raise
-        return None
-    if not all(hasattr(validate, f) for f in ("validate_spec", "validate_file", "validate_data")):
-        return None  # a half-built package in a working tree
+    """``amldist.validate``, imported on first use: building a spec object does not need it."""
+    from amldist import validate
+
     return validate
 
 
+def first_validation_error(spec):
+    """The validator's first error for ``spec`` and its one-line text, or None when it has none.
+
+    The text counts the errors left out, so that a builder refusing with the first one still
+    says how many more ``amldist validate`` would show.
+    """
+    errors = [d for d in validator().validate_spec(spec) if d.severity == "error"]
+    if not errors:
+        return None
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+    return first, f"{first.message}{more}"
+
+
 def check_with_validator(spec) -> None:
-    """Raise the validator's first error for ``spec``; skipped while amldist.validate is absent."""
-    validate = validator()
-    if validate is None:
-        return
-    errors = [d for d in validate.validate_spec(spec) if d.severity == "error"]
-    if errors:
-        first = errors[0]
-        where = f"{first.field}: " if first.field else ""
-        more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
-        raise ComponentSpecError(first.code, f"{where}{first.message}{more}", hint=first.hint)
+    """Raise the validator's first error for ``spec`` as a ComponentSpecError."""
+    found = first_validation_error(spec)
+    if found is not None:
+        first, message = found
+        raise ComponentSpecError(first.code, f"{first.field}: {message}" if first.field else message, hint=first.hint)

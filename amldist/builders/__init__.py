@@ -2,8 +2,7 @@
 
 - ``pytorch_job``, ``mpi_job``, ``tensorflow_job``: ML v2 command jobs, with defaults from
   the VM size (see ``amldist.builders.jobs``);
-- ``distributed_component``: a legacy ``DistributedComponent`` (``amldist.legacy_builder``,
-  imported on first call).
+- ``distributed_component``: a legacy ``DistributedComponent`` (``amldist.legacy_builder``).
 
 No azure-ai-ml import here: ``spec.to_azure()`` imports it when asked.
 """
@@ -13,15 +12,10 @@ from __future__ import annotations
 from amldist.builders._args import BuilderError
 from amldist.builders._size import BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
 from amldist.builders.jobs import mpi_job, pytorch_job, tensorflow_job
+from amldist.legacy_builder import distributed_component
 
 __all__ = [
     "BuilderError", "BuilderWarning", "NoInfiniBandWarning", "UnknownGpuCountWarning",
     "distributed_component", "mpi_job", "pytorch_job", "tensorflow_job",
 ]
 
-
-def distributed_component(*args, **kwargs):
-    """A legacy DistributedComponent spec; see ``amldist.legacy_builder.distributed_component``."""
-    from amldist.legacy_builder import distributed_component as build
-
-    return build(*args, **kwargs)

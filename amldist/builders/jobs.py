@@ -16,6 +16,7 @@ import warnings
 from amldist import placeholders
 from amldist.builders import _args, _size
 from amldist.builders._args import BuilderError
+from amldist.legacy_builder import first_validation_error
 from amldist.spec.model import CommandJob, Distribution, Limits, Resources
 
 COMMAND_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -74,16 +75,11 @@ def _check_command(command: str, inputs, outputs) -> None:
 
 
 def _check_with_validator(spec) -> None:
-    """Raise the validator's first error; skipped while amldist.validate is not installed."""
-    try:
-        from amldist.validate import validate_spec
-    except ImportError:
-        return
-    errors = [d for d in validate_spec(spec) if d.severity == "error"]
-    if errors:
-        first = errors[0]
-        more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
-        raise BuilderError(first.field or first.code, f"{first.message}{more}", hint=first.hint)
+    """Raise the validator's first error as a BuilderError naming its field."""
+    found = first_validation_error(spec)
+    if found is not None:
+        first, message = found
+        raise BuilderError(first.field or first.code, message, hint=first.hint)
 
 
 def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob:
