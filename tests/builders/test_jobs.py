@@ -328,9 +328,8 @@ def test_the_cli_prints_a_builder_error_on_one_line(capsys):
 
 @pytest.mark.parametrize("builder,kwargs", CASES)
 def test_builder_results_pass_validate(builder, kwargs):
-    validate = pytest.importorskip("amldist.validate")
-    if not hasattr(validate, "validate_spec"):
-        pytest.skip("amldist.validate.validate_spec is not there yet")
+    from amldist import validate
+
     job = build(builder, **kwargs)
     errors = [d for d in validate.validate_spec(job) if d.severity == "error"]
     assert errors == []
@@ -339,9 +338,6 @@ def test_builder_results_pass_validate(builder, kwargs):
 
 
 def test_a_saved_builder_job_passes_the_validate_command(cli, tmp_path):
-    validate = pytest.importorskip("amldist.validate")
-    if not hasattr(validate, "validate_paths"):
-        pytest.skip("amldist validate is not there yet")
     builder, kwargs = CASES[0].values
     path = build(builder, **kwargs).save(tmp_path / "job.yaml")
     (tmp_path / "src").mkdir()
@@ -372,7 +368,8 @@ _TIMEOUT = st.one_of(st.none(), st.integers(-10, 10**6))
     shm=_SHM, timeout=_TIMEOUT, ib=st.booleans(),
 )
 def test_builders_refuse_or_return_valid_jobs(builder, size, nodes, procs, shm, timeout, ib):
-    validate = pytest.importorskip("amldist.validate")
+    from amldist import validate
+
     kwargs = dict(command="python t.py", environment=ENV, instance_type=size, instance_count=nodes,
                   shm_size=shm, timeout=timeout, infiniband_env=ib)
     if builder == "tensorflow":
@@ -387,8 +384,7 @@ def test_builders_refuse_or_return_valid_jobs(builder, size, nodes, procs, shm, 
     except BuilderError as err:
         assert "\n" not in str(err)
         return
-    if hasattr(validate, "validate_spec"):
-        assert [d.to_text() for d in validate.validate_spec(job) if d.severity == "error"] == []
+    assert [d.to_text() for d in validate.validate_spec(job) if d.severity == "error"] == []
     size_info = skus.lookup(size) if size else None
     count = job.distribution.process_count_per_instance
     if builder != "tensorflow" and size_info is not None and size_info.gpus:
