@@ -116,10 +116,11 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
     if kind not in registry.SCHEMA_FILES:
         raise ValueError(f"unknown spec kind {kind!r}; expected one of {', '.join(KINDS)}")
     ctx = Context(file, doc, base_dir, text)
+    renamed: set = set()
     if rules.has_non_string_keys(data, doc):
-        data = rules.string_keys(ctx, data)
+        data = rules.string_keys(ctx, data, renamed)
     shipped = registry.shipped()
-    reporter = Reporter(shipped, file, doc, kind=kind)
+    reporter = Reporter(shipped, file, doc, kind=kind, renamed=renamed)
     reporter.add_errors(registry.check_for(kind)(data))
     ctx.out.extend(reporter.out)
     if isinstance(data, dict):

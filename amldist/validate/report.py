@@ -58,11 +58,15 @@ def unknown_key_note(path, kind=None) -> str | None:
 
 
 class Reporter:
-    def __init__(self, registry, file: str, doc=None, kind=None):
+    """``renamed``: paths of keys already reported as ``non-string-key`` (``rules.string_keys``);
+    the schema's complaints about those keys themselves are dropped (one diagnostic per mistake)."""
+
+    def __init__(self, registry, file: str, doc=None, kind=None, renamed=frozenset()):
         self.registry = registry
         self.file = file
         self.doc = doc
         self.kind = kind
+        self.renamed = renamed
         self.out: list[Diagnostic] = []
 
     # -- entry point --
@@ -71,6 +75,8 @@ class Reporter:
             self.add(error, base_path + error.path, hint)
 
     def add(self, error, path, inherited_hint=None) -> None:
+        if self.renamed and path + (error.params.get("property_name"),) in self.renamed:
+            return  # propertyNames refused a key that was not a string: already reported
         hint = (error.schema.get(HINT) if isinstance(error.schema, dict) else None) or inherited_hint
         kw = error.keyword
         if kw in ("anyOf", "oneOf") and error.context is not None:
@@ -80,6 +86,8 @@ class Reporter:
             severity = WARNING if kw == UNKNOWN_KEYS else ERROR
             where = field_name(path) or "the document"
             for key in error.params.get("unexpected", []):
+                if path + (key,) in self.renamed:
+                    continue
                 guess = suggest(str(key), known)
                 text = f"unknown key {key!r} in {where}"
                 note = unknown_key_note(path, self.kind) if severity == WARNING else None

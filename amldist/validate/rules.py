@@ -134,8 +134,12 @@ def check_environment(ctx, spec: dict, path=()) -> None:
 
 # ---- keys ----
 
-def string_keys(ctx, data, path=()):
-    """``data`` with every mapping key a string; non-string keys (``1:``, ``yes:``) are errors."""
+def string_keys(ctx, data, renamed: set, path=()):
+    """``data`` with every mapping key a string; non-string keys (``1:``, ``yes:``) are errors.
+
+    ``renamed`` collects the path (ending in the new string key) of each key changed: that
+    key's error is this one, so the schema's "unknown key" about it is not reported again.
+    """
     if isinstance(data, dict):
         out = {}
         for key, value in data.items():
@@ -144,10 +148,11 @@ def string_keys(ctx, data, path=()):
                          f"key {key!r} in {_dotted(path) or 'the document'} is not a string",
                          f"quote it: '{key}'" if not isinstance(key, bool) else "quote it (YAML reads yes/no/on/off as booleans)")
                 key = str(key).lower() if isinstance(key, bool) else str(key)
-            out[key] = string_keys(ctx, value, path + (key,))
+                renamed.add(path + (key,))
+            out[key] = string_keys(ctx, value, renamed, path + (key,))
         return out
     if isinstance(data, list):
-        return [string_keys(ctx, item, path + (i,)) for i, item in enumerate(data)]
+        return [string_keys(ctx, item, renamed, path + (i,)) for i, item in enumerate(data)]
     return data
 
 

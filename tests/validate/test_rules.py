@@ -211,6 +211,15 @@ def test_non_string_keys_are_errors_at_the_key():
     assert "YAML reads yes/no" in diags[1].hint
 
 
+@pytest.mark.parametrize("text,line,col", [
+    (JOB + "command: x\nyes: 1\n", 4, 1),  # a closed mapping: the schema would also call 'true' unknown
+    (JOB + "command: x\ndistribution:\n  type: mpi\n  1: 2\n", 6, 3),
+    ("type: pipeline\njobs:\n  1:\n    command: echo\n    environment: azureml:e:1\n", 3, 3),  # step-name pattern
+])
+def test_a_non_string_key_is_one_diagnostic_at_the_key(text, line, col):
+    assert [(d.code, d.line, d.col) for d in validate_text(text)] == [("non-string-key", line, col)]
+
+
 # ---- validate_data without a document ----
 
 def test_validate_data_reports_at_0_0_and_detects_the_kind():
