@@ -136,6 +136,16 @@ class EnvReader:
         return env
 
 
+def split_host_port(address: str) -> tuple[str, int | None]:
+    """``"10.0.0.4:6000"`` -> ``("10.0.0.4", 6000)``; an address without a numeric port keeps
+    its whole text as the host: ``("node0", None)``."""
+    address = address.strip()
+    host, sep, port = address.rpartition(":")
+    if sep and port.isascii() and port.isdigit():
+        return host, int(port)
+    return address, None
+
+
 def parse_int(name: str, raw: str) -> int:
     text = raw.strip()
     if not (text.isascii() and text.isdigit()):  # rejects "-1", "1.0", "4(x2)" and "²"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._env import DistEnv, DistEnvError, EnvReader
+from ._env import DistEnv, DistEnvError, EnvReader, split_host_port
 
 # The ports Azure ML documents for its MPI jobs: 6105 between nodes, 54965 on a single node
 # (binding 6105 on a single node was reported to fail with "Address already in use").
@@ -46,7 +46,9 @@ class MpiLauncher:
         num_nodes = r.derived("num_nodes", world_size // local_size, f"{self.size_var} / {self.local_size_var}")
         if num_nodes > 1:
             addr = r.master_addr(
-                _host_of(r.environ.get("AZ_BATCH_MASTER_NODE", "")), "AZ_BATCH_MASTER_NODE",
+                # Only the address: the port in AZ_BATCH_MASTER_NODE belongs to Azure Batch and
+                # collides when torch binds it.
+                split_host_port(r.environ.get("AZ_BATCH_MASTER_NODE", ""))[0], "AZ_BATCH_MASTER_NODE",
                 missing=f"MASTER_ADDR, MASTER_IP or AZ_BATCH_MASTER_NODE must be set when {self.size_var}={world_size} "
                 f"and {self.local_size_var}={local_size} spread the ranks over {num_nodes} nodes",
             )
@@ -60,13 +62,6 @@ class MpiLauncher:
             self.name, rank=rank, local_rank=local_rank, world_size=world_size, local_world_size=local_size,
             node_rank=node_rank, num_nodes=num_nodes, master_addr=addr, master_port=port,
         )
-
-
-def _host_of(master_node: str) -> str:
-    """The address in AZ_BATCH_MASTER_NODE ("addr:port"). Its port belongs to Azure Batch and
-    collides when torch binds it, so it is dropped."""
-    host, sep, port = master_node.strip().rpartition(":")
-    return host if sep and port.isdigit() else master_node.strip()
 
 
 OPEN_MPI = MpiLauncher("openmpi", ("OMPI_COMM_WORLD_RANK",), "OMPI_COMM_WORLD_SIZE",

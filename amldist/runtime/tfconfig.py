@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader
+from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader, split_host_port
 
 _WORLD_TYPES = ("chief", "worker")
 
@@ -30,7 +30,7 @@ class TfConfig:
                 "tasks, so it has no torch rank (parameter servers and evaluators have none)"
             )
         rank = r.derived("rank", places.index((task_type, index)), "TF_CONFIG task")
-        hosts = [_split_address(address) for _, _, address in members]
+        hosts = [split_host_port(address) for _, _, address in members]
         my_host = hosts[rank][0]
         node_hosts = list(dict.fromkeys(host for host, _ in hosts))  # unique, in order of first rank
         # Tasks that share a host share a node: count this task's place among them.
@@ -67,10 +67,3 @@ def _parse(raw: str) -> tuple[dict, str, int]:
     if not isinstance(task_type, str) or not isinstance(index, int) or isinstance(index, bool) or index < 0:
         raise DistEnvError('TF_CONFIG task must have a string "type" and a non-negative integer "index"')
     return cluster, task_type, index
-
-
-def _split_address(address: str) -> tuple[str, int | None]:
-    host, sep, port = address.rpartition(":")
-    if sep and port.isascii() and port.isdigit():
-        return host, int(port)
-    return address, None
