@@ -157,6 +157,16 @@ def test_intel_mpi_and_mpich_variables(rank_var):
     assert fields(env, *LAYOUT, *MASTER) == (2, 2, 4, 4, 0, 1, "127.0.0.1", 54965)
 
 
+def test_mvapich_comes_before_the_pmi_names_its_hydra_also_sets():
+    env = detect(dict(MV2_COMM_WORLD_RANK="3", MV2_COMM_WORLD_SIZE="4", MV2_COMM_WORLD_LOCAL_RANK="1",
+                      MV2_COMM_WORLD_LOCAL_SIZE="2", PMI_RANK="3", PMI_SIZE="4", MASTER_ADDR="m"))
+    assert fields(env, "launcher", "rank", "local_rank") == ("mvapich", 3, 1)
+
+
+def test_openmpi_several_nodes_batch_master_without_a_port_is_the_address():
+    assert detect(openmpi(5, 8, 1, 4, AZ_BATCH_MASTER_NODE=" 10.0.0.4 ")).master_addr == "10.0.0.4"
+
+
 def test_openmpi_comes_before_pmix_that_open_mpi_also_sets():
     assert detect(openmpi(1, 2, 1, 2, PMIX_RANK="1", PMI_SIZE="2")).launcher == "openmpi"
 
@@ -235,6 +245,15 @@ def test_tf_config_tasks_on_one_host_share_a_node():
     cluster = {"worker": ["127.0.0.1:4000", "127.0.0.1:4001", "10.0.0.2:4000"]}
     env = detect(tf_config("worker", 1, cluster))
     assert fields(env, *LAYOUT) == (1, 1, 3, 2, 0, 2)
+
+
+def test_tf_config_first_task_without_a_port_gives_torchs_default_port():
+    env = detect(tf_config("worker", 1, {"worker": ["host0", "host1:2222"]}))
+    assert fields(env, *MASTER) == ("host0", 29500)
+
+
+def test_slurm_comes_before_tf_config():
+    assert detect({**slurm(), **tf_config("worker", 0, {"worker": ["h:1"]})}).launcher == "slurm"
 
 
 def test_tf_config_master_port_from_environment_wins():
