@@ -57,8 +57,8 @@ def fast_references(command: str, legacy: bool):
     return found
 
 
-def check_command(ctx, path, command, inputs: dict, outputs: dict, *, legacy: bool = False) -> None:
-    """Placeholders and optional groups of one command."""
+def check_command(ctx, path, command, inputs: dict | None, outputs: dict | None, *, legacy: bool = False) -> None:
+    """Placeholders and optional groups of one command (``None``: a malformed section, not checked)."""
     if isinstance(command, list):  # some legacy specs write the arguments as a list
         command = " ".join(str(part) for part in command)
     if not isinstance(command, str) or "{" not in command:
@@ -79,7 +79,7 @@ def check_command(ctx, path, command, inputs: dict, outputs: dict, *, legacy: bo
             ctx.emit(path, ERROR, exc.code, f"{_dotted(path)}: {exc.reason}", exc.hint,
                      position=ctx.locate(path, needle) if needle else None)
             return
-    optional = optional_names(inputs)
+    optional = optional_names(inputs or {})
     group = "[ ... ]" if legacy else "$[[ ... ]]"
     seen = set()
     for source, name, start, end, in_group in refs:
@@ -87,6 +87,8 @@ def check_command(ctx, path, command, inputs: dict, outputs: dict, *, legacy: bo
             continue
         seen.add((source, name))
         names = inputs if source == "inputs" else outputs
+        if names is None:
+            continue
         text = command[start:end]
         if name not in names:
             guess = suggest(name, list(names))

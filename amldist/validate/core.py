@@ -129,7 +129,7 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
 
 
 def _rules(ctx, kind: str, data: dict) -> None:
-    inputs, outputs = rules.declared(data.get("inputs")), rules.declared(data.get("outputs"))
+    inputs, outputs = rules.ports(data, "inputs"), rules.ports(data, "outputs")
     if kind == DISTRIBUTED_COMPONENT:
         launcher = data.get("launcher")
         if isinstance(launcher, dict):

@@ -56,8 +56,7 @@ def _strings(value, path):
 
 
 def check_pipeline(ctx, data: dict) -> None:
-    inputs = rules.declared(data.get("inputs"))
-    outputs = rules.declared(data.get("outputs"))
+    inputs, outputs = rules.ports(data, "inputs"), rules.ports(data, "outputs")
     jobs = rules.declared(data.get("jobs"))
     node_outputs: dict = {}
     components: dict = {}
@@ -66,12 +65,13 @@ def check_pipeline(ctx, data: dict) -> None:
             continue
         component = _component_of(ctx, node, ("jobs", name))
         components[name] = component
-        known = set(rules.declared(node.get("outputs")))
+        outs = [rules.ports(node, "outputs")]  # an inline node's own outputs are all there is
         if isinstance(component, dict):
-            known |= set(rules.declared(component.get("outputs")))
-            node_outputs[name] = known
-        elif component is None and "component" not in node:
-            node_outputs[name] = known  # inline node: its outputs are all there is
+            outs.append(rules.ports(component, "outputs"))
+        elif "component" in node:
+            continue  # a remote, missing or unreadable component: its outputs are unknown
+        if None not in outs:  # a malformed outputs section (the schema's error) leaves them unknown too
+            node_outputs[name] = set().union(*outs)
     settings = rules.declared(data.get("settings"))
     for name, node in jobs.items():
         if isinstance(node, dict):
@@ -108,12 +108,12 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
             for match in _PARENT.finditer(text):
                 parts = tuple(p.strip() for p in match.group(1).split("."))
                 check_binding(ctx, value_path, match.group(0), parts, inputs, outputs, jobs, node_outputs)
-    node_inputs = rules.declared(node.get("inputs"))
-    node_outs = rules.declared(node.get("outputs"))
+    node_inputs, node_outs = rules.ports(node, "inputs"), rules.ports(node, "outputs")
     if isinstance(component, dict):
-        comp_inputs = rules.declared(component.get("inputs"))
-        comp_outputs = rules.declared(component.get("outputs"))
+        comp_inputs, comp_outputs = rules.ports(component, "inputs"), rules.ports(component, "outputs")
         for kind, given, declared in (("input", node_inputs, comp_inputs), ("output", node_outs, comp_outputs)):
+            if given is None or declared is None:
+                continue  # a malformed section: the schema reports it
             for key in given:
                 if key not in declared:
                     guess = suggest(str(key), list(declared))
@@ -155,7 +155,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
     position = ctx.locate(value_path, text)
     if len(parts) >= 2 and parts[0] in ("inputs", "outputs"):
         names = inputs if parts[0] == "inputs" else outputs
-        if not _declares(names, parts[1:]):
+        if names is not None and not _declares(names, parts[1:]):
             wanted = ".".join(parts[1:])
             guess = suggest(wanted, list(names))
             ctx.emit(value_path, ERROR, f"undeclared-{parts[0][:-1]}",

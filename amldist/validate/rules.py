@@ -27,6 +27,19 @@ def declared(section) -> dict:
     return section if isinstance(section, dict) else {}
 
 
+def ports(spec: dict, key: str) -> dict | None:
+    """The ``inputs`` or ``outputs`` (``key``) that ``spec`` declares; {} when it has none.
+
+    None when the section is there but is no mapping (null, a list): the schema reports
+    that, and names used in commands or bindings are then left unchecked rather than each
+    reported again as undeclared (one diagnostic per mistake).
+    """
+    section = spec.get(key)
+    if isinstance(section, dict):
+        return section
+    return None if key in spec else {}
+
+
 def _dotted(path) -> str:
     return ".".join(str(p) for p in path)
 

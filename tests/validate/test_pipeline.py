@@ -202,3 +202,40 @@ def test_dotted_pipeline_inputs_bind_and_reach_dotted_component_inputs(tmp_path)
     assert summary(diags) == [("undeclared-input", "error", "jobs.other.inputs.group.lr", 17),
                               ("unknown-input", "error", "jobs.other.inputs.group.rate", 18)]
     assert "'group.lrr'" in diags[0].message and diags[0].hint == "did you mean 'group.lr'?"
+
+
+def test_malformed_inputs_and_outputs_sections_are_reported_once(tmp_path):
+    diags = write(tmp_path, """\
+        type: pipeline
+        inputs: [lr]
+        jobs:
+          prep:
+            type: command
+            command: echo ${{inputs.x}} ${{outputs.out}}
+            environment: azureml:env:1
+            inputs: [x]
+            outputs:
+          train:
+            type: command
+            component: ./components/train.yml
+            inputs:
+              data: ${{parent.jobs.prep.outputs.out}}
+          other:
+            type: command
+            component: ./components/train.yml
+            inputs:
+              data: ${{parent.inputs.lr}}
+        """)
+    # one wrong-type each; the names used in commands and bindings are not also called undeclared
+    assert summary(diags) == [("wrong-type", "error", "inputs", 2), ("wrong-type", "error", "jobs.prep.inputs", 8),
+                              ("wrong-type", "error", "jobs.prep.outputs", 9)]
+    # a component whose inputs are malformed (its own file's error): the node's inputs are not each unknown
+    assert write(tmp_path, """\
+        type: pipeline
+        jobs:
+          train:
+            type: command
+            component: ./components/train.yml
+            inputs:
+              data: azureml:d@latest
+        """, component=COMPONENT.replace("inputs:\n  data:\n    type: uri_folder\n", "inputs: [data]\n")) == []

@@ -132,6 +132,16 @@ def test_legacy_placeholders_and_groups(args, expected):
     assert codes(validate_text(text, "legacy.yaml")) == expected
 
 
+@pytest.mark.parametrize("text", [
+    JOB + "command: echo ${{inputs.a}} ${{outputs.b}}\ninputs: [a]\noutputs:\n",
+    LEGACY.replace("inputs:\n  a:\n    type: path\n  o:\n    type: String\n    optional: true\n", "inputs: [a, o]\n")
+    .replace("outputs:\n  out:\n    type: path\n", "outputs: out\n").format(args='"python t.py {inputs.a} {outputs.out}"'),
+])
+def test_a_malformed_inputs_or_outputs_section_is_reported_once(text):
+    # the schema's wrong-type is the one mistake; the placeholders are not each called undeclared too
+    assert [(d.code, d.field) for d in validate_text(text)] == [("wrong-type", "inputs"), ("wrong-type", "outputs")]
+
+
 # ---- VM sizes ----
 
 def sized(kind_text, processes, nodes, size, dist="pytorch"):
