@@ -79,6 +79,7 @@ __all__ = ["RUNTIME_DIR", "DistEnv", "DistEnvError", "bundle_files", "destroy", 
 def bundle_files() -> dict[str, Path]:
     """Files to copy into a job snapshot: ``{"amldist/runtime/<name>.py": source path}``.
 
-    Copy each to ``snapshot_root / destination``; do not add an ``amldist/__init__.py``.
+    Copy each to ``snapshot_root / destination``. No ``amldist/__init__.py`` is needed (the
+    package imports only relatively); a parent package that imports nothing else works too.
     """
     return {f"amldist/runtime/{path.name}": path for path in sorted(RUNTIME_DIR.glob("*.py"))}

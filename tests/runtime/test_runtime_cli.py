@@ -120,6 +120,11 @@ def test_copied_into_an_empty_snapshot_it_imports_and_prints_without_amldist(bas
     module_file, torch_loaded = result.stdout.split()
     assert Path(module_file).parent == tmp_path / "amldist" / "runtime"
     assert torch_loaded == "False"
+    # The submit backends add a parent package that only names the version: that works too.
+    (tmp_path / "amldist" / "__init__.py").write_text('__version__ = "0"\n')
+    result = run_module(["--print"], env, cwd=tmp_path, python_flags=("-S",))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["master_addr"] == "n07"
 
 
 def test_bundle_files_lists_every_module_of_the_package():
