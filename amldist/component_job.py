@@ -10,6 +10,7 @@ import os
 import re
 
 from amldist import placeholders
+from amldist.builders._args import DATA_TYPES
 from amldist.convert import TIMEOUT_TAG, check_file, convert_legacy, positive_count
 from amldist.errors import UserError
 from amldist.flags import is_optional
@@ -17,7 +18,6 @@ from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Dis
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # azureml:, https:, wasbs:, abfss:, ... (not C:)
-_DATA_TYPES = ("uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model")
 
 
 def _load_component(component, base_dir):
@@ -80,7 +80,7 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
             if not is_optional(port):
                 raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')})")
             continue
-        if port.get("type") in _DATA_TYPES:
+        if port.get("type") in DATA_TYPES:
             data = {"type": port["type"], **(value if isinstance(value, dict) else {"path": str(value)})}
             data["path"] = _local(data.get("path"), os.getcwd())
             out[name] = data

@@ -38,6 +38,7 @@ import re
 import warnings
 
 from amldist import placeholders
+from amldist.builders._args import count
 from amldist.errors import UserError
 from amldist.legacy_builder import (
     ComponentSpecError,
@@ -174,12 +175,12 @@ def _additional_includes(path: str | None) -> list | None:
 
 
 def positive_count(value, what: str) -> int | None:
-    """``value`` when it is a whole number >= 1 (None passes through); UserError otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(f"{what} must be a positive whole number, got {value!r}")
-    return value
+    """``value`` when it is a whole number >= 1 (None passes through), else a UserError naming ``what``.
+
+    The builders' check (``amldist.builders._args.count``), so that every Python API refuses the
+    same counts; the CLI's options go through ``amldist.commands.positive_int`` first.
+    """
+    return count(what, value)
 
 
 def check_file(path: str, what: str) -> None:

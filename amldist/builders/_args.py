@@ -16,7 +16,8 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The REST API's pattern for shmSize is "\d+[bBkKmMgG]" and its description asks for a number
 # greater than 0; anchored here so that "16gb" or "1.5g" are refused instead of cut short.
 _SHM_SIZE = re.compile(r"^[0-9]+[bBkKmMgG]$")
-_OUTPUT_TYPES = ("uri_folder", "uri_file", "mltable", "mlflow_model", "custom_model", "triton_model")
+# ML v2 data (non-literal) input and output types
+DATA_TYPES = ("uri_folder", "uri_file", "mltable", "mlflow_model", "custom_model", "triton_model")
 
 
 class BuilderError(UserError):
@@ -122,20 +123,23 @@ def _azure_port(value):
     return None
 
 
+def _ports(what: str, value, contents: str):
+    """(name, field, item) for each entry of ``inputs``/``outputs``; azure.ai.ml objects as mappings."""
+    if not isinstance(value, dict):
+        raise BuilderError(what, f"must be a mapping of {what[:-1]} names to {contents}, got {value!r}")
+    for name, item in value.items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise BuilderError(what, f"{name!r} is not a valid {what[:-1]} name", hint="use letters, digits and _")
+        converted = _azure_port(item)
+        yield name, f"{what}.{name}", item if converted is None else converted
+
+
 def inputs(value):
     """Literal values (str, int, float, bool) or mappings such as ``{"type": "uri_folder", "path": ...}``."""
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise BuilderError("inputs", f"must be a mapping of input names to values, got {value!r}")
     out = {}
-    for name, item in value.items():
-        field = f"inputs.{name}"
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise BuilderError("inputs", f"{name!r} is not a valid input name", hint="use letters, digits and _")
-        converted = _azure_port(item)
-        if converted is not None:
-            item = converted
+    for name, field, item in _ports("inputs", value, "values"):
         if isinstance(item, (str, int, float, bool)):
             out[name] = item
         elif isinstance(item, dict):
@@ -151,17 +155,9 @@ def outputs(value):
     """Mappings such as ``{"type": "uri_folder"}``; a bare type name is short for that mapping."""
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise BuilderError("outputs", f"must be a mapping of output names to mappings, got {value!r}")
     out = {}
-    for name, item in value.items():
-        field = f"outputs.{name}"
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise BuilderError("outputs", f"{name!r} is not a valid output name", hint="use letters, digits and _")
-        converted = _azure_port(item)
-        if converted is not None:
-            item = converted
-        if isinstance(item, str) and item in _OUTPUT_TYPES:
+    for name, field, item in _ports("outputs", value, "mappings"):
+        if isinstance(item, str) and item in DATA_TYPES:
             item = {"type": item}
         if not isinstance(item, dict) or "type" not in item:
             raise BuilderError(
