@@ -51,6 +51,8 @@ _LEGACY_START = re.compile(r"\{(inputs|outputs)\.")
 _V2_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _V2_NAME + r")\s*\}\}")
 _V2_START = re.compile(r"\$\{\{\s*(inputs|outputs)\.")
 _V2_MARKERS = re.compile(r"\$\{\{|\$\[\[")
+# `{inputs.x}` in a v2 command that is not the inside of `${{inputs.x}}`
+_LEGACY_IN_V2 = re.compile(r"(?<!\$\{)" + _LEGACY_REF.pattern)
 _DROPPED = "\x00"  # stands for a dropped group until the spaces around it are squeezed
 
 
@@ -103,6 +105,15 @@ class Reference:
 def detect_syntax(text: str) -> str:
     """V2 when the text uses ``${{`` or ``$[[``, legacy otherwise."""
     return V2 if _V2_MARKERS.search(text) else LEGACY
+
+
+def stray_legacy_reference(text: str) -> re.Match | None:
+    """A legacy ``{inputs.x}`` / ``{outputs.y}`` in a v2 command, or None.
+
+    v2 reads it as literal text, so the process would get the braces instead of the value: a
+    common slip when moving off legacy specs. Groups 1 and 2 are the source and the name.
+    """
+    return _LEGACY_IN_V2.search(text)
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:

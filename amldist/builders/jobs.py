@@ -10,7 +10,6 @@ compute cluster) are described in ``amldist.builders._size``.
 
 from __future__ import annotations
 
-import re
 import warnings
 
 from amldist import placeholders
@@ -20,8 +19,6 @@ from amldist.legacy_builder import first_validation_error
 from amldist.spec.model import CommandJob, Distribution, Limits, Resources
 
 COMMAND_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
-# `{inputs.x}` written without the `$` and double braces of ML v2 (a legacy habit).
-_LEGACY_REF = re.compile(r"(?<!\$\{)\{(inputs|outputs)\.([A-Za-z_][A-Za-z0-9_]*)\}")
 
 _COMMON_DOC = """
     Arguments shared by the three builders (all keyword-only):
@@ -53,7 +50,7 @@ _COMMON_DOC = """
 
 
 def _check_command(command: str, inputs, outputs) -> None:
-    legacy = _LEGACY_REF.search(command)
+    legacy = placeholders.stray_legacy_reference(command)
     if legacy:
         source, name = legacy.groups()
         raise BuilderError(

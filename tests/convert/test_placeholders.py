@@ -65,20 +65,22 @@ def test_nested_groups_and_literal_brackets_inside_a_group():
 
 
 @pytest.mark.parametrize(
-    "text, code, offset",
+    "syntax, text, code, offset",
     [
-        ("python t.py [--a {inputs.a}", "unbalanced-bracket", 12),
-        ("python t.py --a {inputs.a}] x", "unbalanced-bracket", 26),
-        ("[--a {inputs.a} [--b {inputs.b}]", "unbalanced-bracket", 0),
-        ("python t.py --a {inputs.my-input}", "malformed-placeholder", 16),
-        ("python t.py --a {outputs.}", "malformed-placeholder", 16),
-        ("python t.py --a ${{inputs.a}}", "mixed-syntax", 16),
-        ("python t.py $[[--a {inputs.a}]]", "mixed-syntax", 12),
+        (ph.LEGACY, "python t.py [--a {inputs.a}", "unbalanced-bracket", 12),
+        (ph.LEGACY, "python t.py --a {inputs.a}] x", "unbalanced-bracket", 26),
+        (ph.LEGACY, "[--a {inputs.a} [--b {inputs.b}]", "unbalanced-bracket", 0),
+        (ph.LEGACY, "python t.py --a {inputs.my-input}", "malformed-placeholder", 16),
+        (ph.LEGACY, "python t.py --a {outputs.}", "malformed-placeholder", 16),
+        (ph.LEGACY, "python t.py --a ${{inputs.a}}", "mixed-syntax", 16),
+        (ph.LEGACY, "python t.py $[[--a {inputs.a}]]", "mixed-syntax", 12),
+        (ph.V2, "x $[[--a ${{inputs.a}}", "unbalanced-bracket", 2),
+        (ph.V2, "x ${{inputs.a-b}}", "malformed-placeholder", 2),
     ],
 )
-def test_legacy_syntax_errors_carry_code_and_offset(text, code, offset):
+def test_syntax_errors_carry_code_and_offset(syntax, text, code, offset):
     with pytest.raises(ph.PlaceholderSyntaxError) as info:
-        ph.parse(text, ph.LEGACY)
+        ph.parse(text, syntax)
     assert (info.value.code, info.value.offset) == (code, offset)
     assert isinstance(info.value, UserError)
     assert f"offset {offset}" in str(info.value)
@@ -95,19 +97,6 @@ def test_v2_close_run_uses_its_last_characters():
     parsed = ph.parse("$[[--x [1] ${{inputs.x}} [2]]]", ph.V2)
     (group,) = parsed.parts
     assert group.parts[0] == "--x [1] " and group.parts[-1] == " [2]"
-
-
-@pytest.mark.parametrize(
-    "text, code, offset",
-    [
-        ("x $[[--a ${{inputs.a}}", "unbalanced-bracket", 2),
-        ("x ${{inputs.a-b}}", "malformed-placeholder", 2),
-    ],
-)
-def test_v2_errors(text, code, offset):
-    with pytest.raises(ph.PlaceholderSyntaxError) as info:
-        ph.parse(text, ph.V2)
-    assert (info.value.code, info.value.offset) == (code, offset)
 
 
 def test_translation_refuses_what_v2_would_read_differently():
@@ -137,6 +126,18 @@ def test_drop_unset_groups_nested_and_predicate():
     assert ph.drop_unset_groups("a $[[--o ${{outputs.o}}]]", lambda ref: False) == "a"
     # legacy text resolves in legacy syntax
     assert ph.drop_unset_groups("a [--x {inputs.x}] b", set()) == "a b"
+
+
+@pytest.mark.parametrize("text, found", [
+    ("python t.py --lr {inputs.lr}", ("inputs", "lr", 17)),
+    ("python t.py --out {outputs.model} ${{inputs.x}}", ("outputs", "model", 18)),
+    ("python t.py --lr ${{inputs.lr}} {inputs.a}", ("inputs", "a", 32)),
+    ("python t.py --lr ${{inputs.lr}} ${{ inputs.x }} $[[--o ${{outputs.o}}]]", None),
+    ("python t.py --shape {1,2} {inputs.}", None),
+])
+def test_stray_legacy_reference_in_a_v2_command(text, found):
+    match = ph.stray_legacy_reference(text)
+    assert (None if match is None else (*match.groups(), match.start())) == found
 
 
 def test_line_col():
