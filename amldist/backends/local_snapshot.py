@@ -9,10 +9,11 @@ backend does the same. Like Azure ML, the copy skips what ``.amlignore`` lists, 
 trailing ``/`` for folders). ``.git``, ``__pycache__`` and ``.amldist`` (where run folders
 live) are always skipped.
 
-amldist's runtime shim is then copied to ``<run>/code/amldist/runtime/`` exactly as the
-Azure backend bundles it (``amldist.runtime.bundle_files()``), so ``from amldist.runtime
-import init_distributed`` works in the script locally and on Azure alike; a code folder with
-an ``amldist`` entry of its own keeps it, without the shim, as the Azure backend does.
+amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.backends.snapshot`,
+exactly as the Azure backend adds it (``amldist/runtime/`` and a minimal ``amldist/__init__.py``),
+so ``from amldist.runtime import init_distributed`` imports the same files locally and on Azure;
+a code folder with an ``amldist`` entry of its own keeps it, without the shim, as on Azure.
+Nothing here imports azure-ai-ml: its ignore matcher is the Azure backend's, this one is ours.
 Symbolic links are copied as links (Azure uploads their content; reading through them gives
 the same data, and a link to a large data folder is not copied).
 """
@@ -23,7 +24,9 @@ import fnmatch
 import os
 import shutil
 
-ALWAYS_SKIPPED = (".git", "__pycache__", ".amldist")
+from amldist.backends.snapshot import RUNS_DIR
+
+ALWAYS_SKIPPED = (".git", "__pycache__", RUNS_DIR)
 
 
 class IgnoreRules:
@@ -99,15 +102,3 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
             count += 1
     return count
 
-
-def bundle_runtime(dest: str) -> list[str]:
-    """Copy amldist's runtime shim into the snapshot ``dest``; returns the paths written."""
-    from amldist.runtime import bundle_files
-
-    written = []
-    for rel, src in bundle_files().items():
-        target = os.path.join(dest, *rel.split("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(src, target)
-        written.append(target)
-    return written

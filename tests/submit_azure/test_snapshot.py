@@ -171,19 +171,26 @@ def test_snapshots_live_in_the_temporary_folder(tmp_path, code, monkeypatch):
     assert os.listdir(temp) == []
 
 
-def test_bytecode_caches_are_not_shipped(tmp_path, code):
+def test_bytecode_caches_are_not_shipped(tmp_path, code, monkeypatch):
     import shutil
+    from pathlib import Path
+
+    import amldist.runtime
 
     runtime = tmp_path / "runtime"
     shutil.copytree(RUNTIME_DIR, runtime, ignore=shutil.ignore_patterns("__pycache__"))
     (runtime / "__pycache__").mkdir()
     (runtime / "__pycache__" / "_env.cpython-311.pyc").write_bytes(b"\0")
     (runtime / "stray.pyc").write_bytes(b"\0")
+    with open(runtime / "_env.py", "a") as fh:
+        fh.write("# the copy\n")  # proves the snapshot was filled from this folder
+    monkeypatch.setattr(amldist.runtime, "RUNTIME_DIR", Path(runtime))  # what bundle_files() lists from
     work = tmp_path / "work"
     work.mkdir()
-    snap = build_snapshot("src", str(tmp_path), None, str(work), runtime_dir=str(runtime))
+    snap = build_snapshot("src", str(tmp_path), None, str(work))
     shipped = [f for f in tree(snap.path) if f.startswith("amldist/runtime/")]
     assert sorted(shipped) == RUNTIME_FILES
+    assert (Path(snap.path) / "amldist" / "runtime" / "_env.py").read_text().endswith("# the copy\n")
 
 
 def test_local_run_folders_are_not_uploaded(tmp_path, code):

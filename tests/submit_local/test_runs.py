@@ -6,10 +6,12 @@ import io
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 
 from amldist.backends import SubmitOptions
+from amldist.backends.azureml_snapshot import build_snapshot
 from amldist.backends.local import LocalBackend, plan
 from amldist.backends.local_run import launch
 from amldist.submit.prepare import prepare
@@ -144,6 +146,35 @@ def test_outputs_snapshot_and_logs_land_in_a_new_run_folder_each_time(tmp_path):
         assert (tmp_path / "runs" / p.job_name / "job.yml").is_file()
     assert runs[0] != runs[1]
     assert not (tmp_path / "src" / "listing.txt").exists()  # the user's folder is only read
+
+
+def test_the_shim_is_the_azure_snapshots_and_wins_over_an_installed_amldist(tmp_path):
+    installed = tmp_path / "site" / "amldist"
+    (installed / "runtime").mkdir(parents=True)
+    (installed / "__init__.py").write_text("")  # a regular package, as pip installs it
+    (installed / "runtime" / "__init__.py").write_text("raise ImportError('the installed copy was imported')\n")
+    path = write_job(tmp_path, f"""
+        command: python -c "import amldist.runtime as r; print(r.__file__)"
+        environment_variables:
+          PYTHONPATH: {tmp_path / 'site'}
+        """)
+    prepared = prepare(str(path))
+    opts = options(tmp_path)
+    p = plan(prepared, opts)
+    err = io.StringIO()
+    assert launch(p, prepared, opts, out=io.StringIO(), err=err) == 0, err.getvalue()
+    log = (tmp_path / "runs" / p.job_name / "user_logs" / "std_log.txt").read_text()
+    assert log.strip() == os.path.join(p.run_dir, "code", "amldist", "runtime", "__init__.py")
+
+    def shim(root):
+        return {str(f.relative_to(root)): f.read_bytes() for f in sorted(root.rglob("*"))
+                if f.is_file() and "__pycache__" not in f.parts}
+
+    work = tmp_path / "azure"
+    work.mkdir()
+    on_azure = build_snapshot(None, str(tmp_path), "python -m amldist.runtime --print", str(work))
+    assert on_azure.shim_added
+    assert shim(Path(p.run_dir) / "code" / "amldist") == shim(Path(on_azure.path) / "amldist")
 
 
 def test_a_code_folder_holding_the_run_root_is_not_copied_into_itself(tmp_path, monkeypatch):
