@@ -74,28 +74,24 @@ def resolve_size(instance_type, vm_size):
     (``nd96isr_h100_v5`` -> ``Standard_ND96isr_H100_v5``); any other text (a Kubernetes
     instance type) is written as given.
     """
-    if vm_size is not None and instance_type is not None:
-        # A Kubernetes instance type (not a VM size name) may well run on nodes of vm_size.
-        a, b = skus.lookup(vm_size), skus.lookup(instance_type)
-        if a is not None and b is not None and a.name != b.name:
-            raise BuilderError(
-                "vm_size", f"{vm_size!r} differs from instance_type {instance_type!r}",
-                hint="give one of them: instance_type for serverless or Kubernetes compute, "
-                "vm_size for the nodes of a compute cluster",
-            )
-    written = instance_type
-    if instance_type is not None:
-        named = skus.lookup(instance_type)
-        written = named.name if named is not None else instance_type
-    if vm_size is not None:
-        size = skus.lookup(vm_size)
-        if size is None:
-            raise BuilderError("vm_size", f"{vm_size!r} is not an Azure VM size name", hint="see 'amldist skus'")
-        return size, written
-    return (skus.lookup(instance_type) if instance_type is not None else None), written
+    named = skus.lookup(instance_type) if instance_type is not None else None
+    written = named.name if named is not None else instance_type
+    if vm_size is None:
+        return named, written
+    size = skus.lookup(vm_size)
+    if size is None:
+        raise BuilderError("vm_size", f"{vm_size!r} is not an Azure VM size name", hint="see 'amldist skus'")
+    # A Kubernetes instance type (not a VM size name) may well run on nodes of vm_size; two sizes must agree.
+    if named is not None and named.name != size.name:
+        raise BuilderError(
+            "vm_size", f"{vm_size!r} differs from instance_type {instance_type!r}",
+            hint="give one of them: instance_type for serverless or Kubernetes compute, "
+            "vm_size for the nodes of a compute cluster",
+        )
+    return size, written
 
 
-def processes_per_node(size, given, *, field="process_count_per_instance"):
+def processes_per_node(size, given):
     """``given``, checked against the size's GPUs, or the default: one process per GPU.
 
     Default 1 on CPU sizes, on sizes whose GPU count is unknown and without a size.
@@ -105,7 +101,7 @@ def processes_per_node(size, given, *, field="process_count_per_instance"):
         return gpus if gpus else 1
     if gpus and given > gpus:
         raise BuilderError(
-            field, f"{given} processes per node is more than the {gpus} GPUs of {size.name}",
+            "process_count_per_instance", f"{given} processes per node is more than the {gpus} GPUs of {size.name}",
             hint=f"use at most {gpus} (one process per GPU), or a size with more GPUs",
         )
     return given
