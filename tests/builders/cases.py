@@ -1,5 +1,7 @@
 """Builder calls shared by the builder tests and the azure-ai-ml interop tests."""
 
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -22,6 +24,13 @@ def build(builder=amldist.pytorch_job, **kwargs):
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", UnknownGpuCountWarning)
         return builder(**kwargs)
+
+
+def python_output(code: str) -> str:
+    """Stdout of ``python -c code`` in a fresh interpreter (what an import pulls in), stripped."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
 
 
 # (builder, keyword arguments): one case per shape of job the builders emit

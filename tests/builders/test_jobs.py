@@ -9,7 +9,7 @@ import amldist
 from amldist.builders import BuilderError, BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
 from amldist.errors import UserError
 from amldist.spec import CommandJob, loads
-from tests.builders.cases import CASES, ENV, build
+from tests.builders.cases import CASES, ENV, build, python_output
 
 IB_GPU_VARS = {
     "NCCL_IB_PCI_RELAXED_ORDERING": "1",
@@ -54,18 +54,13 @@ def test_top_level_api_is_the_builders_module():
 
 
 def test_builders_do_not_import_azure():
-    import subprocess
-    import sys
-
     code = (
         "import sys, amldist, amldist.interop, amldist.skus, amldist.commands.skus\n"
         "amldist.pytorch_job(command='python t.py', environment='azureml:e@latest',"
         " instance_type='Standard_ND96isr_H100_v5', instance_count=2)\n"
         "print([m for m in sys.modules if m.split('.')[0] in ('azure', 'torch', 'jsonschema')])"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    assert python_output(code) == "[]"
 
 
 # -- process counts -------------------------------------------------------------------------------
@@ -314,12 +309,14 @@ def test_azure_input_and_output_objects_are_converted():
     assert job.outputs["model"]["type"] == "uri_folder"
 
 
-def test_the_cli_prints_a_builder_error_on_one_line(capsys):
+def test_a_builder_error_is_a_one_line_user_error_with_a_hint():
     """A BuilderError is a UserError: the CLI's one place shows it as error + hint lines."""
     with pytest.raises(BuilderError) as info:
         build(instance_type="Standard_NC6s_v3", process_count_per_instance=2)
     err = info.value
-    assert err.exit_code == 2 and err.hint
+    assert isinstance(err, UserError) and err.exit_code == 2
+    assert err.message == "process_count_per_instance: 2 processes per node is more than the 1 GPUs of Standard_NC6s_v3"
+    assert "at most 1" in err.hint and "\n" not in err.message + err.hint
 
 
 # -- every builder result passes amldist validate --------------------------------------------------

@@ -1,12 +1,11 @@
 """The VM size catalog: facts from the size pages, guesses from names, the CLI."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from amldist import skus
+from tests.builders.cases import python_output
 
 # name, GPUs, InfiniBand usable by NCCL, vcpus (facts.md and the Azure size pages)
 KNOWN = [
@@ -139,9 +138,7 @@ def test_import_is_stdlib_only():
         "new = sorted(m.split('.')[0] for m in set(sys.modules) - before)\n"
         "print(','.join(sorted(set(n for n in new if n not in sys.stdlib_module_names))))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "amldist"
+    assert python_output(code) == "amldist"
 
 
 # -- the CLI -----------------------------------------------------------------------------------------
