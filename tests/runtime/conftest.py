@@ -99,23 +99,48 @@ class World:
         self.procs.append(proc)
         return proc
 
-    def wait(self, timeout: float = 60) -> list[dict]:
-        """Every ``RESULT {json}`` line printed by any process, after all exited with 0."""
-        outputs, deadline = [], time.monotonic() + timeout
+    def wait(self, timeout: float = 90) -> list[dict]:
+        """Every ``RESULT {json}`` line printed by any process, after all exited with 0. On a
+        failure or after ``timeout`` seconds (all killed then), fails with every process's stderr."""
+        outputs, deadline, late = [], time.monotonic() + timeout, None
         for proc in self.procs:
             try:
                 out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                late = late or proc
                 self.kill()
-                pytest.fail(f"{proc.args} did not finish within {timeout} s")
+                try:
+                    out, err = proc.communicate(timeout=10)  # what it wrote before it was killed
+                except subprocess.TimeoutExpired:  # a child that left the process group holds the pipe
+                    out, err = "", "(output unreadable: a child outside the process group holds the pipe)"
             outputs.append((proc, out, err))
         self.procs = []  # all finished: the same World may start another round
         failed = [f"{' '.join(map(str, p.args))} exited with {p.returncode}:\n{err[-4000:]}"
                   for p, _, err in outputs if p.returncode != 0]
+        if late is not None:
+            failed.insert(0, f"{' '.join(map(str, late.args))} did not finish within {timeout} s; all were killed")
         if failed:
             pytest.fail("\n\n".join(failed), pytrace=False)
         return [json.loads(line[len("RESULT "):]) for _, out, _ in outputs for line in out.splitlines()
                 if line.startswith("RESULT ")]
+
+    def wait_meeting_on_a_port(self, start, ports=None, timeout: float = 90, attempts: int = 3):
+        """``start(port)`` starts ranks that meet on ``port``; returns ``(port, results)``.
+
+        A free port cannot be reserved between choosing it and rank 0 binding it, so when a run
+        fails because another process on this machine took it meanwhile (EADDRINUSE: not what
+        any test checks), the ranks start again on the next port of ``ports`` (default: fresh
+        free ports), ``attempts`` times at most. Any other failure fails at once.
+        """
+        ports = iter(_free_port, None) if ports is None else iter(ports)
+        for attempt in range(attempts):
+            port = next(ports)
+            start(port)
+            try:
+                return port, self.wait(timeout)
+            except pytest.fail.Exception as failure:
+                if attempt == attempts - 1 or "EADDRINUSE" not in str(failure):
+                    raise
 
     def kill(self) -> None:
         for proc in self.procs:

