@@ -1,0 +1,42 @@
+"""The README's builder example runs as written, and means what the README says of it."""
+
+import re
+import warnings
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:The `context` parameter is deprecated"),
+    pytest.mark.filterwarnings("ignore:The `ordered` `class Meta` option is deprecated"),
+]
+
+
+def readme_example() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Builders and the VM size catalog", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    return code
+
+
+def test_the_builder_example_runs_and_its_yaml_is_what_az_ml_loads(tmp_path, monkeypatch):
+    ml = pytest.importorskip("azure.ai.ml")
+    from azure.ai.ml.entities import Command
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    names: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no builder warning: the example is a good job
+        exec(compile(readme_example(), "README.md", "exec"), names)
+    job = names["job"]
+    # defaults from the size: 8 GPUs per node, InfiniBand settings for 2 nodes
+    assert job.distribution.process_count_per_instance == 8
+    assert job.environment_variables["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"
+    # "the same YAML `az ml job create -f` takes", and to_azure() is what azure-ai-ml makes of it
+    loaded = ml.load_job(source=str(tmp_path / "job.yaml"))
+    result = loaded._validate()
+    assert result.passed, result.error_messages
+    entity = job.to_azure()
+    assert isinstance(entity, Command) and entity._to_dict() == loaded._to_dict()
