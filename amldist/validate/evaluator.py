@@ -74,9 +74,16 @@ class SchemaError:
         return describe(self)
 
 
-def _prefix(errors, key):
-    for error in errors:
+def _under(errors, found, key):
+    """``errors`` (None before the first) extended by a child's ``found`` errors, placed under ``key``.
+
+    Called only when a child failed, so the error-free hot path pays nothing for it.
+    """
+    for error in found:
         error.path = (key,) + error.path
+    if errors is None:
+        return list(found)
+    errors.extend(found)
     return errors
 
 

@@ -14,7 +14,7 @@ from amldist.validate.evaluator import (
     SchemaCompileError,
     SchemaError,
     _is_number,
-    _prefix,
+    _under,
     json_equal,
     regex,
 )
@@ -122,15 +122,14 @@ def _items(compiler, schema, base):
         for index, item in enumerate(instance):
             found = sub(item)
             if found:
-                errors = errors or []
-                errors.extend(_prefix(found, index))
+                errors = _under(errors, found, index)
         return errors or EMPTY
 
     return check
 
 
 def _properties(compiler, schema, base):
-    raw = {name: sub for name, sub in schema["properties"].items()}
+    raw = schema["properties"]
     subs: dict = {}  # compiled on first use: a run meets few of the many keys a schema knows
 
     def check(instance):
@@ -146,8 +145,7 @@ def _properties(compiler, schema, base):
                 sub = subs[name] = compiler.compile(raw[name], base)
             found = sub(value)
             if found:
-                errors = errors or []
-                errors.extend(_prefix(found, name))
+                errors = _under(errors, found, name)
         return errors or EMPTY
 
     return check
@@ -178,8 +176,7 @@ def _pattern_properties(compiler, schema, base):
                 if isinstance(key, str) and search(key):
                     found = sub(value)
                     if found:
-                        errors = errors or []
-                        errors.extend(_prefix(found, key))
+                        errors = _under(errors, found, key)
         return errors or EMPTY
 
     return check
@@ -224,8 +221,7 @@ def _additional_properties(compiler, schema, base):
         for key in extras(instance):
             found = sub(instance[key])
             if found:
-                errors = errors or []
-                errors.extend(_prefix(found, key))
+                errors = _under(errors, found, key)
         return errors or EMPTY
 
     return check_schema
