@@ -13,6 +13,7 @@ of each and their ratio (the aim is <= 1.05).
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import socket
 import statistics
@@ -26,6 +27,9 @@ VARIANTS = ("direct", "runtime")
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
                  "MASTER_IP", "TF_CONFIG", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
 LAUNCHER_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "MV2_", "SLURM_", "GROUP_")
+# Both ways get the same bound, so a rank that dies makes the others fail instead of waiting
+# for torch's default 30 minutes.
+GROUP_TIMEOUT = datetime.timedelta(seconds=60)
 
 
 def worker(calls: int) -> None:
@@ -41,9 +45,9 @@ def worker(calls: int) -> None:
         variant, port = line.split()
         os.environ["MASTER_PORT"] = port
         if variant == "direct":
-            dist.init_process_group("gloo", init_method="env://")
+            dist.init_process_group("gloo", init_method="env://", timeout=GROUP_TIMEOUT)
         else:
-            init_distributed()
+            init_distributed(timeout=GROUP_TIMEOUT)
         tensor = torch.ones(1024)
         for _ in range(calls):
             dist.all_reduce(tensor)
@@ -68,9 +72,19 @@ def start_workers(ranks: int, calls: int) -> list[subprocess.Popen]:
                               env=dict(base, RANK=str(rank), LOCAL_RANK=str(rank)),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for rank in range(ranks)]
-    for proc in procs:
-        expect(proc, "ready")
     return procs
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    """End of input lets each worker exit; one still busy after the group timeout is killed."""
+    for proc in procs:
+        proc.stdin.close()
+    for proc in procs:
+        try:
+            proc.wait(timeout=GROUP_TIMEOUT.total_seconds() + 10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def expect(proc: subprocess.Popen, word: str) -> None:
@@ -118,16 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     procs = start_workers(args.ranks, args.calls)
     times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
     try:
+        for proc in procs:
+            expect(proc, "ready")
         for variant in VARIANTS:  # warm-up, not counted
             one_round(procs, variant)
         for i in range(args.rounds):
             for variant in VARIANTS if i % 2 == 0 else reversed(VARIANTS):
                 times[variant].append(one_round(procs, variant))
     finally:
-        for proc in procs:
-            proc.stdin.close()
-        for proc in procs:
-            proc.wait(timeout=30)
+        stop(procs)
     direct, runtime = (statistics.median(times[variant]) for variant in VARIANTS)
     ratio = runtime / direct
     print(f"{args.ranks}-rank gloo group + {args.calls} all_reduce, median of {args.rounds} rounds each:")
