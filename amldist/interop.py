@@ -181,11 +181,12 @@ def _asset_reference(value):
 
 
 def _to_json(rest) -> dict:
-    """Serialize an azure-ai-ml REST model the way its HTTP client does."""
-    try:  # azure-ai-ml >= 1.30: typespec "hybrid" models
-        from azure.ai.ml._restclient.arm_ml_service._utils.model_base import SdkJSONEncoder
-    except ImportError:  # older msrest models
-        return rest.serialize(keep_readonly=False)
+    """Serialize an azure-ai-ml REST model the way its HTTP client does.
+
+    azure-ai-ml >= 1.35.2 (the pinned minimum) builds typespec models with no msrest
+    ``serialize()``; their JSON encoder is the one the client uses.
+    """
+    from azure.ai.ml._restclient.arm_ml_service._utils.model_base import SdkJSONEncoder
 
     class Encoder(SdkJSONEncoder):
         def default(self, o):
