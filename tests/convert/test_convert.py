@@ -181,8 +181,10 @@ def test_refuses_bad_legacy_specs(overrides, code):
 @pytest.mark.parametrize("option", [dict(instance_count=0), dict(process_count_per_node=-1),
                                     dict(shm_size="lots"), dict(timeout_seconds=1.5)])
 def test_refuses_bad_run_settings(option):
-    with pytest.raises(UserError):
+    (name,) = option
+    with pytest.raises(UserError, match=f"^{name}:? must ") as info:
         convert_legacy(legacy(), **option)
+    assert repr(option[name]) in info.value.message and "\n" not in info.value.message
 
 
 def test_refuses_a_v2_file(tmp_path):
@@ -294,3 +296,7 @@ def test_job_refusals():
         component_to_job(component, inputs={"data": "d"})
     with pytest.raises(UserError, match="expected a command component"):
         component_to_job(42)
+    for option, value in [("instance_count", 0), ("process_count_per_instance", 2.5), ("timeout", True)]:
+        with pytest.raises(UserError, match=f"^{option}: must be ") as info:
+            component_to_job(convert_legacy(legacy()), inputs={"data": "d"}, **{option: value})
+        assert repr(value) in info.value.message
