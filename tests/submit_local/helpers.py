@@ -112,5 +112,21 @@ def survivors(pids, timeout: float = 5) -> list[int]:
     return left
 
 
+def stop_amldist(proc, pid_dir: Path) -> None:
+    """After a failed check: stop an ``amldist submit`` subprocess and whatever it started.
+
+    SIGTERM first (amldist then stops every rank, grandchildren included), SIGKILL if it does
+    not end; then the recorded rank pids, should any have outlived it.
+    """
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except Exception:  # noqa: BLE001 - whatever happened, do not leave it running
+            proc.kill()
+            proc.wait(timeout=10)
+    survivors(recorded_pids(pid_dir), timeout=0)
+
+
 def amldist_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "amldist", *args]

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,17 +27,25 @@ def options(tmp_path, **kw):
                          status_line=kw.pop("status_line", False), **kw)
 
 
+def run_local(tmp_path, path, **kw):
+    """prepare -> plan -> launch the job at ``path`` in this process; ``code``, ``plan``, ``out``, ``err``."""
+    prepared = prepare(str(path))
+    opts = options(tmp_path, **kw)
+    p = plan(prepared, opts)
+    out, err = io.StringIO(), io.StringIO()
+    code = launch(p, prepared, opts, out=out, err=err)
+    return SimpleNamespace(code=code, plan=p, out=out.getvalue(), err=err.getvalue())
+
+
 @pytest.mark.parametrize("dist, nodes, per_node", [("pytorch", 2, 2), ("mpi", 1, 2), ("mpi", 2, 1)])
 def test_ranks_see_the_shell_environment_plus_exactly_the_planned_variables(tmp_path, monkeypatch, dist, nodes,
                                                                             per_node):
     monkeypatch.setenv("RANK", "99")  # a leftover of an outer launcher
     monkeypatch.setenv("SLURM_PROCID", "3")
     monkeypatch.setenv("AMLDIST_TEST_KEPT", "yes")
-    path = worker_job(tmp_path, mode="env", dist=dist, nodes=nodes, per_node=per_node)
-    prepared = prepare(str(path))
-    opts = options(tmp_path)
-    p = plan(prepared, opts)
-    assert launch(p, prepared, opts, out=io.StringIO(), err=io.StringIO()) == 0
+    run = run_local(tmp_path, worker_job(tmp_path, mode="env", dist=dist, nodes=nodes, per_node=per_node))
+    assert run.code == 0, run.err
+    p = run.plan
     dumps = {int(f.name.split(".")[0]): json.loads(f.read_text()) for f in (tmp_path / "pids").glob("*.env.json")}
     assert sorted(dumps) == list(range(nodes * per_node))
     base = {k: v for k, v in os.environ.items() if k not in ("RANK", "SLURM_PROCID")}
@@ -58,28 +67,40 @@ def test_ranks_see_the_shell_environment_plus_exactly_the_planned_variables(tmp_
 
 def test_a_failing_rank_stops_the_others_and_reports_its_log(tmp_path):
     path = worker_job(tmp_path, mode="fail", nodes=2, per_node=2, fail_rank=2)
-    err = io.StringIO()
-    prepared = prepare(str(path))
-    opts = options(tmp_path)
     started = time.monotonic()
-    code = launch(plan(prepared, opts), prepared, opts, out=io.StringIO(), err=err)
-    assert code == 1
+    run = run_local(tmp_path, path)
+    assert run.code == 1
     assert time.monotonic() - started < 30  # not the 120 s the others would sleep
-    assert "rank 2 of job" in err.getvalue() and "exited with code 3" in err.getvalue()
-    assert "boom: failing on purpose" in err.getvalue()  # the tail of its log
+    assert "rank 2 of job" in run.err and "exited with code 3" in run.err
+    assert "boom: failing on purpose" in run.err  # the tail of its log
     pids = recorded_pids(tmp_path / "pids")
     assert len(pids) == 8  # 4 ranks and their 4 grandchildren
     assert survivors(pids) == []
 
 
+def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path):
+    pid_dir = tmp_path / "pids"
+    path = write_job(tmp_path, f"""
+        command: >-
+          if [ "$RANK" = 1 ]; then while [ ! -f {pid_dir}/0.pids ]; do sleep 0.05; done; exit 3; fi;
+          trap '' TERM; sleep 120 & echo "$$ $!" > {pid_dir}/0.tmp; mv {pid_dir}/0.tmp {pid_dir}/0.pids; wait
+        distribution: {{type: pytorch, process_count_per_instance: 2}}
+        limits: {{timeout: 60}}
+        """)
+    started = time.monotonic()
+    run = run_local(tmp_path, path)
+    assert run.code == 1
+    assert "rank 1 of job" in run.err and "exited with code 3" in run.err
+    assert time.monotonic() - started < 30  # SIGKILL after the grace period, not the job's timeout
+    pids = recorded_pids(pid_dir)
+    assert len(pids) == 2  # rank 0's shell and its sleep, both deaf to SIGTERM
+    assert survivors(pids, timeout=0) == []
+
+
 def test_a_failing_rank_under_mpirun_stops_every_rank(tmp_path):
-    path = worker_job(tmp_path, mode="fail", dist="mpi", per_node=3, fail_rank=1)
-    err = io.StringIO()
-    prepared = prepare(str(path))
-    opts = options(tmp_path)
-    code = launch(plan(prepared, opts), prepared, opts, out=io.StringIO(), err=err)
-    assert code == 1
-    assert "rank 1 of job" in err.getvalue(), err.getvalue()
+    run = run_local(tmp_path, worker_job(tmp_path, mode="fail", dist="mpi", per_node=3, fail_rank=1))
+    assert run.code == 1
+    assert "rank 1 of job" in run.err, run.err
     pids = recorded_pids(tmp_path / "pids")
     assert len(pids) >= 2  # the failing rank at least; others may be stopped before they wrote theirs
     assert survivors(pids) == []
@@ -87,14 +108,11 @@ def test_a_failing_rank_under_mpirun_stops_every_rank(tmp_path):
 
 def test_a_hanging_job_ends_at_its_timeout(tmp_path):
     path = worker_job(tmp_path, mode="hang", per_node=2, extra="limits: {timeout: 3}\n")
-    err = io.StringIO()
-    prepared = prepare(str(path))
-    opts = options(tmp_path)
     started = time.monotonic()
-    code = launch(plan(prepared, opts), prepared, opts, out=io.StringIO(), err=err)
-    assert code == 1
+    run = run_local(tmp_path, path)
+    assert run.code == 1
     assert 3 <= time.monotonic() - started < 30
-    assert "limits.timeout (3s)" in err.getvalue()
+    assert "limits.timeout (3s)" in run.err
     pids = recorded_pids(tmp_path / "pids")
     assert len(pids) == 4
     assert survivors(pids) == []
@@ -108,14 +126,20 @@ def test_background_processes_left_by_a_finished_command_are_stopped(tmp_path):
     assert survivors([int(marker.read_text())]) == []
 
 
+def test_stream_copies_every_ranks_output_prefixed_with_its_rank(tmp_path):
+    run = run_local(tmp_path, worker_job(tmp_path, mode="ok", per_node=2), stream=True)
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert "[rank 0] rank 0 started" in lines and "[rank 1] rank 1 started" in lines
+    assert survivors(recorded_pids(tmp_path / "pids")) == []  # the ranks' sleeping children too
+
+
 def test_the_status_line_is_drawn_only_when_asked(tmp_path):
     path = write_job(tmp_path, "command: sleep 1.2\n")
-    prepared = prepare(str(path))
     for status, expected in ((True, True), (False, False)):
-        out = io.StringIO()
-        opts = options(tmp_path, status_line=status)
-        assert launch(plan(prepared, opts), prepared, opts, out=out, err=io.StringIO()) == 0
-        assert ("\r\x1b[K[amldist]" in out.getvalue()) is expected
+        run = run_local(tmp_path, path, status_line=status)
+        assert run.code == 0
+        assert ("\r\x1b[K[amldist]" in run.out) is expected
 
 
 def test_outputs_snapshot_and_logs_land_in_a_new_run_folder_each_time(tmp_path):
@@ -130,13 +154,11 @@ def test_outputs_snapshot_and_logs_land_in_a_new_run_folder_each_time(tmp_path):
         outputs:
           result: {type: uri_folder}
         """)
-    prepared = prepare(str(path))
     runs = []
     for _ in range(2):
-        out = io.StringIO()
-        opts = options(tmp_path)
-        p = plan(prepared, opts)
-        assert launch(p, prepared, opts, out=out, err=io.StringIO()) == 0
+        run = run_local(tmp_path, path)
+        assert run.code == 0
+        p = run.plan
         runs.append(p.run_dir)
         assert (tmp_path / "runs" / p.job_name / "outputs" / "result" / "copy.txt").read_text() == "code"
         listing = (tmp_path / "runs" / p.job_name / "code" / "listing.txt").read_text().split()
@@ -158,11 +180,9 @@ def test_the_shim_is_the_azure_snapshots_and_wins_over_an_installed_amldist(tmp_
         environment_variables:
           PYTHONPATH: {tmp_path / 'site'}
         """)
-    prepared = prepare(str(path))
-    opts = options(tmp_path)
-    p = plan(prepared, opts)
-    err = io.StringIO()
-    assert launch(p, prepared, opts, out=io.StringIO(), err=err) == 0, err.getvalue()
+    run = run_local(tmp_path, path)
+    assert run.code == 0, run.err
+    p = run.plan
     log = (tmp_path / "runs" / p.job_name / "user_logs" / "std_log.txt").read_text()
     assert log.strip() == os.path.join(p.run_dir, "code", "amldist", "runtime", "__init__.py")
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from .helpers import ROOT, amldist_cmd, recorded_pids, survivors, wait_for_pid_files, worker_job
+from .helpers import ROOT, amldist_cmd, recorded_pids, stop_amldist, survivors, wait_for_pid_files, worker_job
 
 
 @pytest.mark.parametrize("sig, dist, ranks", [
@@ -24,10 +24,9 @@ def test_a_signal_to_amldist_stops_every_child(tmp_path, sig, dist, ranks):
         wait_for_pid_files(tmp_path / "pids", ranks)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    except BaseException:
+        stop_amldist(proc, tmp_path / "pids")  # no orphans, even when the test fails here
+        raise
     assert proc.returncode == 128 + sig, err
     assert f"stopped by {signal.Signals(sig).name}" in err
     assert "\r" not in out  # stdout is a pipe, not a terminal: no status line
