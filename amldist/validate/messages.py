@@ -35,7 +35,6 @@ CODES = {
     "required": "missing-key",
     "additionalProperties": "unknown-key",
     "x-amldist-unknown-keys": "unknown-key",
-    "propertyNames": "invalid-key",
     "items": "not-allowed",
     "not": "not-allowed",
     "false": "not-allowed",
@@ -99,8 +98,6 @@ def describe(error) -> str:
     if kw in ("additionalProperties", "x-amldist-unknown-keys"):
         keys = error.params.get("unexpected", [])
         return "unknown key " + ", ".join(repr(k) for k in keys)
-    if kw == "propertyNames":
-        return f"key {error.params.get('property_name')!r} is not allowed"
     if kw == "oneOf" and error.params.get("matched"):
         return "matches more than one of the allowed forms; make it unambiguous"
     if kw in ("anyOf", "oneOf"):

@@ -95,9 +95,7 @@ class Registry:
             stack = [(document, uri)]
             while stack:
                 node, base = stack.pop()
-                if isinstance(node, bool):
-                    continue
-                if not isinstance(node, dict):
+                if not isinstance(node, dict):  # true/false schemas compile to constants
                     continue
                 if isinstance(node.get("$id"), str):
                     base = self.join(base, node["$id"])

@@ -93,18 +93,16 @@ class Reporter:
                 note = unknown_key_note(path, self.kind) if severity == WARNING else None
                 if note:
                     text += f" ({note})"
-                tip = f"did you mean {guess!r}?" if guess else (hint or _allowed(known))
-                if severity == WARNING and not guess:
-                    tip = _allowed(known)
+                if guess:
+                    tip = f"did you mean {guess!r}?"
+                else:  # a warning lists what is allowed; an error may carry the schema's own hint
+                    tip = _allowed(known) if severity == WARNING else hint or _allowed(known)
                 self.emit(path + (key,), severity, "unknown-key", text, tip)
         elif kw == "required":
             missing = error.params["missing"]
             where = field_name(path)
             text = f"missing required key {missing!r}" + (f" in {where}" if where else "")
             self.emit(path + (missing,), ERROR, "missing-key", text, hint, at=path)
-        elif kw == "propertyNames":
-            name = error.params.get("property_name")
-            self.emit(path + (name,), ERROR, "invalid-key", f"key {name!r} is not allowed here", hint)
         elif kw in ("not", "false") and error.value in ({}, True, False) and path and isinstance(path[-1], str):
             self.emit(path, ERROR, "unknown-key", "is not allowed here", hint)  # a key closed with `not: {}`
         else:
