@@ -26,6 +26,7 @@ import re
 from amldist.diagnostics import ERROR, WARNING
 from amldist.flags import is_optional
 from amldist.validate.messages import suggest
+from amldist.validate.rules import dotted
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # as amldist.placeholders: v2 names may be dotted (parameter groups)
@@ -76,7 +77,7 @@ def check_command(ctx, path, command, inputs: dict | None, outputs: dict | None,
                     for r in ph.references(command, ph.LEGACY if legacy else ph.V2)]
         except ph.PlaceholderSyntaxError as exc:
             needle = command[exc.offset: exc.offset + 3].strip() or None
-            ctx.emit(path, ERROR, exc.code, f"{_dotted(path)}: {exc.reason}", exc.hint,
+            ctx.emit(path, ERROR, exc.code, f"{dotted(path)}: {exc.reason}", exc.hint,
                      position=ctx.locate(path, needle) if needle else None)
             return
     optional = optional_names(inputs or {})
@@ -94,11 +95,11 @@ def check_command(ctx, path, command, inputs: dict | None, outputs: dict | None,
             guess = suggest(name, list(names))
             hint = f"did you mean {guess!r}?" if guess else f"declare {name!r} under {source}:"
             ctx.emit(path, ERROR, f"undeclared-{source[:-1]}",
-                     f"{_dotted(path)} uses {text} but {source} declares no {name!r}", hint,
+                     f"{dotted(path)} uses {text} but {source} declares no {name!r}", hint,
                      position=ctx.locate(path, text))
         elif source == "inputs" and name in optional and not in_group:
             example = f"[--{name} {text}]" if legacy else f"$[[--{name} {text}]]"
-            where = f"{_dotted(path)} uses optional input {name!r} outside an optional group {group}"
+            where = f"{dotted(path)} uses optional input {name!r} outside an optional group {group}"
             if has_default(names[name]):
                 ctx.emit(path, WARNING, "optional-input-default-outside-group",
                          f"{where}; its default fills it when no value is given",
@@ -108,7 +109,3 @@ def check_command(ctx, path, command, inputs: dict | None, outputs: dict | None,
                 ctx.emit(path, ERROR, "optional-input-outside-group", where,
                          f"wrap the argument, e.g. {example}, or make the input required",
                          position=ctx.locate(path, text))
-
-
-def _dotted(path) -> str:
-    return ".".join(str(p) for p in path)

@@ -89,13 +89,13 @@ def _component_of(ctx, node: dict, path):
         return None
     if not os.path.exists(local):
         ctx.emit(path + ("component",), WARNING, "missing-component",
-                 f"{'.'.join(map(str, path))}.component: {ref!r} does not exist (relative to the pipeline's folder)",
+                 f"{rules.dotted(path)}.component: {ref!r} does not exist (relative to the pipeline's folder)",
                  "fix the path; its inputs cannot be checked")
         return None
     found = load_component(local)
     if isinstance(found, str):
         ctx.emit(path + ("component",), ERROR, "invalid-component",
-                 f"{'.'.join(map(str, path))}.component: {ref!r} cannot be used: {found}",
+                 f"{rules.dotted(path)}.component: {ref!r} cannot be used: {found}",
                  "run amldist validate on that file")
         return None
     return found
@@ -159,7 +159,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             wanted = ".".join(parts[1:])
             guess = suggest(wanted, list(names))
             ctx.emit(value_path, ERROR, f"undeclared-{parts[0][:-1]}",
-                     f"{'.'.join(map(str, value_path))} binds {text} but the pipeline declares no "
+                     f"{rules.dotted(value_path)} binds {text} but the pipeline declares no "
                      f"{parts[0][:-1]} {wanted!r}",
                      f"did you mean {guess!r}?" if guess else f"declare {wanted!r} under the pipeline's {parts[0]}:",
                      position=position)
@@ -168,7 +168,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
         if node not in jobs:
             guess = suggest(node, list(jobs))
             ctx.emit(value_path, ERROR, "unknown-job",
-                     f"{'.'.join(map(str, value_path))} binds {text} but the pipeline has no job {node!r}",
+                     f"{rules.dotted(value_path)} binds {text} but the pipeline has no job {node!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
         elif len(parts) >= 4 and parts[2] == "outputs" and node in node_outputs and not _declares(
                 node_outputs[node], parts[3:]):
@@ -176,7 +176,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             wanted = ".".join(parts[3:])
             guess = suggest(wanted, list(known))
             ctx.emit(value_path, ERROR, "undeclared-output",
-                     f"{'.'.join(map(str, value_path))} binds {text} but job {node!r} has no output {wanted!r}",
+                     f"{rules.dotted(value_path)} binds {text} but job {node!r} has no output {wanted!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
 
 

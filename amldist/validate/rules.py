@@ -40,19 +40,12 @@ def ports(spec: dict, key: str) -> dict | None:
     return None if key in spec else {}
 
 
-def _dotted(path) -> str:
+def dotted(path) -> str:
+    """``jobs.train.command``: a path as the messages name it."""
     return ".".join(str(p) for p in path)
 
 
 # ---- VM sizes ----
-
-def _catalog():
-    try:
-        from amldist import skus
-    except ImportError:  # the catalog is optional for validation
-        return None
-    return skus
-
 
 def _count(value):
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -65,9 +58,8 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
     instance_type = resources.get("instance_type")
     if not isinstance(instance_type, str) or not instance_type:
         return
-    skus = _catalog()
-    if skus is None:
-        return
+    from amldist import skus
+
     size = skus.lookup(instance_type)
     if size is None:
         return
@@ -79,7 +71,7 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
     if dist_type in _GPU_DISTRIBUTIONS and processes and size.gpus and processes > size.gpus:
         key_path = where.get("process_count_per_instance", dist_path + ("process_count_per_instance",))
         ctx.emit(key_path, ERROR, "too-many-processes",
-                 f"{_dotted(dist_path)}.process_count_per_instance is {processes} but {size.name} has "
+                 f"{dotted(dist_path)}.process_count_per_instance is {processes} but {size.name} has "
                  f"{size.gpus} GPU{'s' if size.gpus != 1 else ''}",
                  f"use at most {size.gpus} (one process per GPU) or a larger size",
                  field_path=dist_path + ("process_count_per_instance",))
@@ -87,7 +79,7 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
     if dist_type and nodes and nodes > 1 and not size.infiniband and size.gpus and not size.guess:
         key_path = where.get("instance_count", res_path + ("instance_count",))
         ctx.emit(key_path, WARNING, "no-infiniband",
-                 f"{_dotted(res_path)}.instance_count is {nodes} but {size.name} has no InfiniBand: "
+                 f"{dotted(res_path)}.instance_count is {nodes} but {size.name} has no InfiniBand: "
                  "NCCL traffic between nodes goes over TCP",
                  "for multi-node training pick an InfiniBand size (an 'r' size such as Standard_ND96asr_v4)"
                  " or train on one node", field_path=res_path + ("instance_count",))
@@ -112,7 +104,7 @@ def check_code(ctx, spec: dict, path=()) -> None:
     local = _local(ctx, code)
     if local is not None and not os.path.exists(local):
         ctx.emit(path + ("code",), WARNING, "missing-code",
-                 f"{_dotted(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)",
+                 f"{dotted(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)",
                  "fix the path; the folder is uploaded as the job's snapshot")
 
 
@@ -141,7 +133,7 @@ def check_environment(ctx, spec: dict, path=()) -> None:
         local = _local(ctx, ref)
         if local is not None and not os.path.exists(local):
             ctx.emit(ref_path, WARNING, "missing-environment-file",
-                     f"{_dotted(ref_path)}: {ref!r} does not exist (relative to the spec's folder)",
+                     f"{dotted(ref_path)}: {ref!r} does not exist (relative to the spec's folder)",
                      "fix the path or use a registered environment (azureml:NAME:VERSION)")
 
 
@@ -158,7 +150,7 @@ def string_keys(ctx, data, renamed: set, path=()):
         for key, value in data.items():
             if not isinstance(key, str):
                 ctx.emit(path + (key,), ERROR, "non-string-key",
-                         f"key {key!r} in {_dotted(path) or 'the document'} is not a string",
+                         f"key {key!r} in {dotted(path) or 'the document'} is not a string",
                          f"quote it: '{key}'" if not isinstance(key, bool) else "quote it (YAML reads yes/no/on/off as booleans)")
                 key = str(key).lower() if isinstance(key, bool) else str(key)
                 renamed.add(path + (key,))
