@@ -31,25 +31,18 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from amldist.diagnostics import ERROR, NOTE, WARNING, has_errors
-    from amldist.errors import UserError
     from amldist.validate.discover import expand
     from amldist.validate.output import render
 
-    if not args.paths:
-        raise UserError("no paths given", hint="amldist validate FILE_OR_FOLDER... (folders are searched for YAML)")
-    files = expand(args.paths)
-    results = []
-    for path, explicit in files:
-        results.append((path, _validate_one(path, explicit and not args.skip_non_specs)))
+    files = expand(args.paths)  # a usage error (exit 2) for no paths or a path that is not there
+    results = [(path, _validate_one(path, explicit and not args.skip_non_specs)) for path, explicit in files]
     diagnostics = [d for _, found in results for d in found]
     sys.stdout.write(render(args.format, results))
     sys.stdout.flush()
-    errors = sum(d.severity == ERROR for d in diagnostics)
-    warnings = sum(d.severity == WARNING for d in diagnostics)
     if args.format == "text" and not args.quiet:
-        notes = sum(d.severity == NOTE for d in diagnostics)
-        extra = f", {notes} notes" if notes else ""
-        print(f"{len(files)} files, {errors} errors, {warnings} warnings{extra}", file=sys.stderr)
+        count = {severity: sum(d.severity == severity for d in diagnostics) for severity in (ERROR, WARNING, NOTE)}
+        notes = f", {count[NOTE]} notes" if count[NOTE] else ""
+        print(f"{len(files)} files, {count[ERROR]} errors, {count[WARNING]} warnings{notes}", file=sys.stderr)
     return 1 if has_errors(diagnostics, strict=args.strict) else 0
 
 

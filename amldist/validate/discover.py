@@ -31,7 +31,7 @@ def _walk(folder: str):
 def expand(paths) -> list[tuple[str, bool]]:
     """(path, explicit) for every file to validate; UserError (exit 2) for a path that is not there."""
     if not paths:
-        raise UserError("no paths given", hint="amldist validate FILE_OR_FOLDER...")
+        raise UserError("no paths given", hint="amldist validate FILE_OR_FOLDER... (folders are searched for YAML)")
     out: list[tuple[str, bool]] = []
     seen: set = set()
 
