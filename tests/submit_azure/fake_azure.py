@@ -209,21 +209,14 @@ class FakeAzure(HttpTransport):
                 "pendingUploadId": m.group(1),
                 "pendingUploadType": "TemporaryBlobReference",
             }, None
-        m = re.fullmatch(r"/codes/([^/]+)/versions/([^/]+)", rest)
-        if m and rec.method == "PUT":
-            self.codes[m.groups()] = rec.json()
-        if m and rec.method in ("PUT", "GET"):
-            if m.groups() not in self.codes:
-                return 404, _arm_error("ResourceNotFound", "code version not found"), None
-            return 200, self._resource(rest, m.group(2), "codes/versions", self.codes[m.groups()]), None
-        m = re.fullmatch(r"/environments/([^/]+)/versions/([^/]+)", rest)
-        if m and rec.method == "PUT":
-            self.environments[m.groups()] = rec.json()
-        if m and rec.method in ("PUT", "GET"):
-            if m.groups() not in self.environments:
-                return 404, _arm_error("ResourceNotFound", "environment version not found"), None
-            return 200, self._resource(rest, m.group(2), "environments/versions",
-                                       self.environments[m.groups()]), None
+        for kind, store in (("codes", self.codes), ("environments", self.environments)):
+            m = re.fullmatch(rf"/{kind}/([^/]+)/versions/([^/]+)", rest)
+            if m and rec.method == "PUT":
+                store[m.groups()] = rec.json()
+            if m and rec.method in ("PUT", "GET"):
+                if m.groups() not in store:
+                    return 404, _arm_error("ResourceNotFound", f"{kind[:-1]} version not found"), None
+                return 200, self._resource(rest, m.group(2), f"{kind}/versions", store[m.groups()]), None
         m = re.fullmatch(r"/jobs/([^/]+)", rest)
         if m and rec.method == "PUT":
             body = rec.json()

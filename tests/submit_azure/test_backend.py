@@ -14,7 +14,7 @@ from amldist.backends import Prepared, SubmitOptions
 from amldist.backends.azureml_snapshot import RUNTIME_DIR
 from amldist.errors import UserError
 from amldist.spec import load
-from tests.submit_azure.fake_azure import TENANT
+from tests.submit_azure.fake_azure import TENANT, FakeCredential
 
 JOB = """\
 $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
@@ -207,6 +207,25 @@ def test_no_token_is_exit_2_with_sign_in_hint(fake_azure, tmp_path, monkeypatch)
     assert "DefaultAzureCredential failed to retrieve a token." in caught.value.message
     assert "az login" in caught.value.hint
     assert fake_azure.requests == []
+
+
+def test_credentials_come_from_default_azure_credential(fake_azure, tmp_path, monkeypatch, capsys):
+    import azure.identity
+
+    made = []
+
+    class RecordingDefault(FakeCredential):  # stands in for az login, a service principal...
+        def __init__(self, **kwargs):
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(azure.identity, "DefaultAzureCredential", RecordingDefault)
+    real_class = azureml.AzureMLBackend.func
+    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(client_kwargs={"transport": fake_azure}))
+    assert backend().submit(make_project(tmp_path), SubmitOptions(**WS)) == 0
+    assert len(made) == 1 and made[0].calls > 0
+    (put,) = fake_azure.job_puts()
+    assert put.headers["Authorization"] == f"Bearer {FakeCredential.token}"
 
 
 def test_service_refusal_is_one_line_with_status_and_message(fake_azure, tmp_path, monkeypatch):
