@@ -39,6 +39,7 @@ import warnings
 
 from amldist import placeholders
 from amldist.builders._args import count
+from amldist.diagnostics import errors_in
 from amldist.errors import UserError
 from amldist.legacy_builder import (
     ComponentSpecError,
@@ -185,7 +186,7 @@ def positive_count(value, what: str) -> int | None:
 
 def check_file(path: str, what: str) -> None:
     """Raise a ConversionError holding the validator's errors for the file, if it has any."""
-    errors = [d for d in validator().validate_file(path) if d.severity == "error"]
+    errors = errors_in(validator().validate_file(path))
     if errors:
         raise ConversionError(f"{path} is not a valid {what} ({len(errors)} error(s))", errors)
 

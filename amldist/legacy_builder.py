@@ -16,6 +16,7 @@ Checked here, each with one UserError naming the input and what to do:
 from __future__ import annotations
 
 from amldist import placeholders
+from amldist.diagnostics import errors_in
 from amldist.errors import UserError
 from amldist.flags import is_optional
 from amldist.spec.model import DistributedComponent, Launcher
@@ -200,7 +201,7 @@ def first_validation_error(spec):
     The text counts the errors left out, so that a builder refusing with the first one still
     says how many more ``amldist validate`` would show.
     """
-    errors = [d for d in validator().validate_spec(spec) if d.severity == "error"]
+    errors = errors_in(validator().validate_spec(spec))
     if not errors:
         return None
     first = errors[0]
