@@ -132,8 +132,8 @@ def build_snapshot(code: str | None, base_dir: str, command: str | None, workdir
         return snap
     snap.files += add_runtime(target)
     snap.shim_added = True
-    excluded = [f for f in snap.files if f.startswith("amldist/") and _ignore_file(target).is_file_excluded(
-        os.path.join(target, f))]
+    ignore = _ignore_file(target)
+    excluded = [f for f in snap.files if f.startswith("amldist/") and ignore.is_file_excluded(os.path.join(target, f))]
     if excluded:
         snap.warnings.append(
             f"the code folder's ignore file excludes {excluded[0]}: the upload will leave the runtime shim out "

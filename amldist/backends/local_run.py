@@ -17,6 +17,7 @@ states; ``--stream`` also copies every log line to the terminal, prefixed by its
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -188,9 +189,8 @@ def launch(p: LocalPlan, prepared: Prepared, options: SubmitOptions, *, out=None
         outcome, failed = sup.watch()
         if outcome == "failed":
             sup.wait_others(options.grace_seconds)
-        sup.stop()
     finally:
-        sup.stop()  # idempotent; also covers an exception in the loop
+        sup.stop()  # every process of the run, also after an exception in the loop
         for sig, old in previous.items():
             signal.signal(sig, old)
         if busy is not None:
@@ -231,8 +231,6 @@ def _report(sup: Supervisor, outcome: str, failed: int | None, out, err) -> int:
 
 def _failing_rank(p: LocalPlan, mpirun_spec):
     """The rank mpirun reports as failed (its message names it), else the mpirun log itself."""
-    import re
-
     text = _tail(mpirun_spec.log_path, 200)
     # Open MPI 5: "Process name: [prterun-host-123@1,2]" (the rank after the comma); older: "rank 2".
     match = re.search(r"Process name:\s*\[[^\]]*,(\d+)\]", text) or re.search(r"rank\s+(\d+)", text, re.IGNORECASE)
