@@ -49,10 +49,21 @@ JOB = textwrap.dedent("""
 def timed(argv, cwd) -> float:
     env = dict(os.environ, OMP_NUM_THREADS="1")  # torchrun sets it to 1 per worker; the same for both
     started = time.perf_counter()
-    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=300)
+    except BaseException:
+        # SIGTERM, not SIGKILL: both launchers then stop their workers (no orphans left behind).
+        proc.terminate()
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        raise
     elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"{argv[:4]} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[:4]} failed ({proc.returncode}):\n{stdout}\n{stderr}")
     return elapsed
 
 
