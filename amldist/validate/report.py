@@ -37,17 +37,23 @@ def field_name(path) -> str:
 # loading a spec with such keys and serialising its REST body): a component's distribution and
 # resources are loaded with unknown=INCLUDE but dumped field by field, so the key is lost; a v2
 # component's top level and a pipeline's settings keep it and send it in the REST body; a legacy
-# spec (InternalComponent) keeps it on the object but its REST body is dumped field by field.
+# spec (InternalComponent) keeps it on the object but its REST body is dumped field by field, except
+# for the keys InternalComponent itself has as attributes (LEGACY_SENT), which it sends as written.
+# tests/schemas/test_real_forms.py checks these against azure-ai-ml.
 DROPS = "azure-ai-ml drops it"
 SENDS = "azure-ai-ml does not check it and sends it on as written"
 LEGACY_TOP = "azure-ai-ml does not check it and leaves it out of what it sends"
+LEGACY_SENT = frozenset(
+    "successful_return_code environment_variables command scope hemera hdinsight parallel starlite "
+    "ae365exepool datatransfer aether".split()
+)
 
 
-def unknown_key_note(path, kind=None) -> str | None:
-    """What azure-ai-ml does with an unknown key in the mapping at ``path``; None where not known."""
+def unknown_key_note(path, kind=None, key=None) -> str | None:
+    """What azure-ai-ml does with an unknown ``key`` in the mapping at ``path``; None where not known."""
     last = path[-1] if path else None
     if not path:
-        return LEGACY_TOP if kind == DISTRIBUTED_COMPONENT else SENDS
+        return LEGACY_TOP if kind == DISTRIBUTED_COMPONENT and key not in LEGACY_SENT else SENDS
     if last in ("distribution", "resources"):
         return DROPS
     if last == "settings" and len(path) == 1:
@@ -90,7 +96,7 @@ class Reporter:
                     continue
                 guess = suggest(str(key), known)
                 text = f"unknown key {key!r} in {where}"
-                note = unknown_key_note(path, self.kind) if severity == WARNING else None
+                note = unknown_key_note(path, self.kind, key) if severity == WARNING else None
                 if note:
                     text += f" ({note})"
                 if guess:

@@ -18,6 +18,7 @@ import textwrap
 import pytest
 
 from amldist.validate import validate_text
+from amldist.validate.report import LEGACY_SENT, LEGACY_TOP, SENDS
 from tests.schemas.support import blamed_fields, errors, parse
 
 # marshmallow deprecation notices from inside the SDK are not ours to fix.
@@ -126,6 +127,44 @@ def sdk_accepts_legacy(tmp_path, text: str) -> bool:
             del os.environ["AZURE_ML_INTERNAL_COMPONENTS_ENABLED"]
         else:
             os.environ["AZURE_ML_INTERNAL_COMPONENTS_ENABLED"] = old
+
+
+def sdk_spec(tmp_path, text: str, loader: str) -> dict:
+    """The REST object azure-ai-ml would send for the document, as a dict (no network)."""
+    ml = pytest.importorskip("azure.ai.ml", reason="azure-ai-ml is not installed (pip install '.[azure]')")
+    path = tmp_path / "spec.yml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    logging.disable(logging.WARNING)
+    try:
+        return getattr(ml, loader)(path)._to_rest_object().as_dict()["properties"]
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+# -- what the SDK does with the unknown keys amldist only warns about -----------------------------
+
+def test_the_unknown_key_notes_say_what_azure_ai_ml_sends(tmp_path, monkeypatch):
+    # amldist.validate.report's DROPS / SENDS / LEGACY_TOP notes, and the README's account of them
+    component = COMPONENT + ("compute: azureml:gpu-cluster\n"
+                             "distribution: {type: mpi, process_count_per_instance: 2, process_count: 2}\n"
+                             "resources: {instance_count: 1, gpus: 2}\n")
+    sent = sdk_spec(tmp_path, component, "load_component")["componentSpec"]
+    assert sent["distribution"] == {"type": "mpi", "process_count_per_instance": 2}  # dropped
+    assert sent["resources"] == {"instance_count": 1}  # dropped
+    assert sent["compute"] == "azureml:gpu-cluster"  # a component's top level: sent as written
+    settings = sdk_spec(tmp_path, PIPELINE + "settings: {default_compute: azureml:cpu-cluster, priority_hint: 3}\n",
+                        "load_job")["settings"]
+    assert settings["priority_hint"] == 3  # a pipeline's settings: sent as written
+    monkeypatch.setenv("AZURE_ML_INTERNAL_COMPONENTS_ENABLED", "true")
+    legacy = LEGACY + "owner_team: nlp\nsuccessful_return_code: Zero\nenvironment_variables: {A: b}\n"
+    sent = sdk_spec(tmp_path, legacy, "load_component")["componentSpec"]
+    assert sent["launcher"]["type"] == "mpi" and "owner_team" not in sent  # a legacy top-level key: left out ...
+    assert sent["successful_return_code"] == "Zero" and sent["environment_variables"] == {"A": "b"}  # ... unless
+    assert {"successful_return_code", "environment_variables"} <= LEGACY_SENT  # InternalComponent has it
+    notes = {d.field: d.message for d in diagnostics(legacy) if d.code == "unknown-key"}
+    assert notes == {"owner_team": f"unknown key 'owner_team' in the document ({LEGACY_TOP})",
+                     "successful_return_code": f"unknown key 'successful_return_code' in the document ({SENDS})",
+                     "environment_variables": f"unknown key 'environment_variables' in the document ({SENDS})"}
 
 
 # -- command component top level ------------------------------------------------------------------
