@@ -432,7 +432,8 @@ def test_pipeline_mistakes(block, field):
 def test_step_names_follow_the_sdk_rule():
     data = pipeline()
     data["jobs"]["Train-Step"] = data["jobs"].pop("train")
-    assert errors(data)
+    assert_rejected(data, "jobs")
+    assert [e.instance for e in errors(data)] == ["Train-Step"]  # the step name, nothing else
 
 
 def test_pipeline_needs_jobs_or_component():
