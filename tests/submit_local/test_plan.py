@@ -146,6 +146,23 @@ def test_inputs_are_quoted_optional_groups_dropped_and_outputs_placed_in_the_run
     assert p.outputs == {"model": (out, "uri_folder")}
 
 
+def test_a_uri_file_input_is_the_absolute_path_of_a_local_file(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.csv").write_text("x,y\n")
+    p = make_plan(tmp_path, """
+        command: python worker.py --data ${{inputs.table}}
+        inputs:
+          table: {type: uri_file, path: data/train.csv}
+        """)
+    assert p.command == f"python worker.py --data {tmp_path / 'data' / 'train.csv'}"
+
+
+def test_defaults_are_the_documented_ones():
+    """README: run folders under ./.amldist/runs, a 5 s grace before SIGTERM, a status line only on a terminal."""
+    options = SubmitOptions()
+    assert (options.run_root, options.grace_seconds, options.status_line) == (".amldist/runs", 5.0, None)
+
+
 @pytest.mark.parametrize("inputs, words", [
     ("data: {type: uri_folder, path: ./missing}", "does not exist"),
     ("data: {type: uri_file, path: azureml:cifar:1}", "not on this machine"),
