@@ -173,7 +173,7 @@ def mpirun_process(mpirun: str, ranks: list[RankSpec], shell: str, command: str,
     (``exec >log``, the rank number read from OMPI_COMM_WORLD_RANK); mpirun's own messages go to
     ``user_logs/mpi_log.txt`` as on Azure."""
     world = len(ranks)
-    width = 1 if world == 1 else max(2, len(str(world - 1)))
+    width = envs.rank_digits(world)  # the names process_log_name gives, built by the shell
     log = shlex.quote(os.path.join(log_dir, "std_log_process_")) + f'"$(printf %0{width}d "$OMPI_COMM_WORLD_RANK")".txt'
     wrapper = f"exec >{log} 2>&1\n{command}"
     argv = [mpirun, "-np", str(world), "--oversubscribe", "--bind-to", "none"]

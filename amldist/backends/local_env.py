@@ -94,11 +94,15 @@ class Layout:
     notes: list[str] = field(default_factory=list)
 
 
+def rank_digits(world: int) -> int:
+    """How many digits Azure ML's per-process log names give a rank: 1 alone, else at least 2."""
+    return 1 if world == 1 else max(2, len(str(world - 1)))
+
+
 def process_log_name(rank: int, world: int) -> str:
     """Azure ML's per-process log: ``std_log_process_0.txt`` alone, ``_00``, ``_01``... in a world
     of several (at least two digits, more when the world needs them)."""
-    width = 1 if world == 1 else max(2, len(str(world - 1)))
-    return f"std_log_process_{rank:0{width}d}.txt"
+    return f"std_log_process_{rank:0{rank_digits(world)}d}.txt"
 
 
 def pytorch_layout(nodes: int, per_node: int, port: int | None = None) -> Layout:
