@@ -243,6 +243,30 @@ def test_service_refusal_is_one_line_with_status_and_message(fake_azure, tmp_pat
     assert caught.value.message == "Azure ML refused the request (400 UserError): Compute gpu-cluster not found."
 
 
+def test_unreachable_azure_is_one_line_exit_1(fake_azure, tmp_path, monkeypatch):
+    from azure.core.exceptions import ServiceRequestError
+
+    original = fake_azure.send
+    attempts = []
+
+    def offline(request, **kwargs):  # the code upload works, then the connection drops
+        if "/jobs/" in request.url:
+            attempts.append(request.url)
+            raise ServiceRequestError("Failed to establish a new connection: [Errno -3] Temporary failure\nmore")
+        return original(request, **kwargs)
+
+    monkeypatch.setattr(fake_azure, "send", offline)
+    real_class = azureml.AzureMLBackend.func
+    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(  # no retries: keep the test fast
+        credential=fake_azure.credential, client_kwargs={"transport": fake_azure, "retry_total": 0}))
+    with pytest.raises(UserError) as caught:
+        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+    assert caught.value.exit_code == 1
+    assert caught.value.message == "cannot reach Azure: Failed to establish a new connection: [Errno -3] Temporary failure"
+    assert "network" in caught.value.hint
+    assert attempts and fake_azure.job_puts() == []
+
+
 def test_no_workspace_is_exit_2_and_sends_nothing(fake_azure, tmp_path):
     with pytest.raises(UserError) as caught:
         backend().submit(make_project(tmp_path), SubmitOptions())
