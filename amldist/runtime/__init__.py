@@ -56,9 +56,11 @@ MASTER_ADDR (or its alias MASTER_IP) and MASTER_PORT win whenever they are set. 
 - a world of one: 127.0.0.1 and port 29500.
 
 Bundling into a job's code snapshot: the package uses only relative imports and the standard
-library, so copying it to ``<snapshot>/amldist/runtime/`` (with no ``amldist/__init__.py``:
-``amldist`` is then a namespace package) is enough for ``import amldist.runtime`` and
-``python -m amldist.runtime`` in a container without amldist installed. ``bundle_files()`` maps
+library, so copying it to ``<snapshot>/amldist/runtime/`` is enough for ``import amldist.runtime``
+and ``python -m amldist.runtime`` in a container without amldist installed (``amldist`` is then a
+namespace package). ``amldist submit`` also writes a minimal ``amldist/__init__.py`` beside it: a
+regular package in the working directory wins over an amldist installed in the image, whereas a
+namespace portion would lose to it. ``bundle_files()`` maps
 each destination path (relative to the snapshot root) to its source file; ``RUNTIME_DIR`` is the
 package directory.
 """
