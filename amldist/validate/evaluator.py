@@ -1,7 +1,7 @@
 """A small JSON Schema (draft 2020-12) evaluator for the keyword subset amldist's schemas use.
 
-Why not ``jsonschema``: importing it costs ~140 ms, about the whole budget of
-``amldist validate one.yaml``. The schemas use a fixed subset of keywords (see
+Why not ``jsonschema``: importing it costs ~0.1 s (``python -X importtime``), half the
+budget of ``amldist validate one.yaml`` (0.15x of importing azure.ai.ml, ~0.2 s). The schemas use a fixed subset of keywords (see
 KEYWORDS); each schema is compiled once per process into a tree of closures.
 A schema using a validation keyword outside the subset is refused when it is
 compiled (SchemaCompileError), so the evaluator can never silently disagree with
