@@ -17,7 +17,7 @@ _LAZY = {
     "load": "amldist.spec",
     "loads": "amldist.spec",
     "validate_paths": "amldist.validate",
-    "skus": "amldist.skus",
+    "vm_sizes": "amldist.spec.vm_sizes",
 }
 
 __all__ = ["__version__", *_LAZY]

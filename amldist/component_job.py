@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import re
 
-from amldist import placeholders
+from amldist.spec import placeholders
 from amldist.builders._args import DATA_TYPES
 from amldist.convert import TIMEOUT_TAG, check_file, convert_legacy, positive_count
 from amldist.errors import UserError
-from amldist.flags import is_optional
+from amldist.spec.booleans import is_optional
 from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"

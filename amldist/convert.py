@@ -4,7 +4,7 @@ Mapping (``convert_legacy``), with the choices the issue left open:
 
 - ``launcher.type`` torch.distributed -> ``distribution.type: pytorch``, mpi -> ``mpi``;
   ``launcher.additional_arguments`` -> ``command`` with ``{inputs.x}`` -> ``${{inputs.x}}`` and
-  ``[ ... ]`` -> ``$[[ ... ]]`` (``amldist.placeholders``).
+  ``[ ... ]`` -> ``$[[ ... ]]`` (``amldist.spec.placeholders``).
 - Input types (case-insensitive): path, AnyDirectory and any other ``*Directory`` -> uri_folder;
   AnyFile and any other ``*File`` -> uri_file; a list -> uri_folder unless every entry is a file type;
   String -> string, Integer/int -> integer, Float/double -> number, Boolean -> boolean, Enum -> string
@@ -37,7 +37,7 @@ import posixpath
 import re
 import warnings
 
-from amldist import placeholders
+from amldist.spec import placeholders
 from amldist.builders._args import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError

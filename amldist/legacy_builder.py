@@ -2,7 +2,7 @@
 
 The legacy spec (``type: DistributedComponent``) is what the old Component SDK and azure-ai-ml's
 internal components read: the command lives in ``launcher.additional_arguments`` with
-``{inputs.x}`` placeholders and ``[ ... ]`` optional groups (see ``amldist.placeholders``).
+``{inputs.x}`` placeholders and ``[ ... ]`` optional groups (see ``amldist.spec.placeholders``).
 
 Checked here, each with one UserError naming the input and what to do:
 - the launcher is ``torch.distributed`` or ``mpi`` (the old SDK silently ran anything else as mpi);
@@ -15,10 +15,10 @@ Checked here, each with one UserError naming the input and what to do:
 
 from __future__ import annotations
 
-from amldist import placeholders
+from amldist.spec import placeholders
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.flags import is_optional
+from amldist.spec.booleans import is_optional
 from amldist.spec.model import DistributedComponent, Launcher
 
 LEGACY_SCHEMA = "https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json"

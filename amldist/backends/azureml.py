@@ -1,12 +1,12 @@
 """The Azure ML backend of ``amldist submit``: azure-ai-ml's ``MLClient`` does the talking.
 
 - ``dry_run``: the JSON body azure-ai-ml would PUT for the job
-  (:func:`amldist.interop.rest_body`), secret-looking values masked; needs no
+  (:func:`amldist.spec.azure_sdk.rest_body`), secret-looking values masked; needs no
   workspace, no credentials and no network. ``codeId`` still names the local code
   folder: a real submission uploads a snapshot of it with the runtime shim added.
 - ``submit``: resolve the workspace (:mod:`amldist.backends.azureml_workspace`),
   build the code snapshot (:mod:`amldist.backends.azureml_snapshot`), turn the job
-  into its azure-ai-ml entity (:func:`amldist.interop.to_azure`), then
+  into its azure-ai-ml entity (:func:`amldist.spec.azure_sdk.to_azure`), then
   ``MLClient(DefaultAzureCredential(), ...).jobs.create_or_update(job)``. Prints
   ``job: NAME`` and ``studio: URL`` on stdout; with ``--stream``, follows the logs
   with ``ml_client.jobs.stream(name)`` and exits 1 when the job fails.
@@ -54,8 +54,8 @@ class AzureMLBackend:
 
     # --- what would be sent -----------------------------------------------------------------
     def dry_run(self, prepared: Prepared, options: SubmitOptions) -> str:
-        from amldist.interop import rest_body
-        from amldist.submit.secrets import mask_tree
+        from amldist.spec.azure_sdk import rest_body
+        from amldist.spec.secrets import mask_tree
 
         body = rest_body(self._job(prepared, options), base_dir=prepared.base_dir)
         return json.dumps(mask_tree(body), indent=2)
@@ -64,7 +64,7 @@ class AzureMLBackend:
     def submit(self, prepared: Prepared, options: SubmitOptions) -> int:
         from amldist.backends.azureml_snapshot import code_snapshot
         from amldist.backends.azureml_workspace import require_workspace
-        from amldist.interop import to_azure
+        from amldist.spec.azure_sdk import to_azure
 
         workspace = require_workspace(
             os.environ if self.environ is None else self.environ,

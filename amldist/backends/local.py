@@ -41,9 +41,9 @@ from amldist.backends import local_env as envs
 from amldist.backends.local_command import literal_text, render
 from amldist.backends.snapshot import has_own_amldist
 from amldist.errors import UserError
-from amldist.flags import is_optional
-from amldist.submit.overrides import is_path_input
-from amldist.submit.secrets import mask_env
+from amldist.spec.booleans import is_optional
+from amldist.spec.overrides import is_path_input
+from amldist.spec.secrets import mask_env
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")

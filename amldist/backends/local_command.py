@@ -8,7 +8,7 @@ that matters. Literal values are written as Python's ``str()`` writes them (``Tr
 ``0.01``), which is what azure-ai-ml sends to the service.
 
 ``$[[ ... ]]`` marks an optional part: it is kept (without the brackets) when every input
-it names has a value, and dropped otherwise, as Azure ML does (``amldist.placeholders``
+it names has a value, and dropped otherwise, as Azure ML does (``amldist.spec.placeholders``
 resolves the groups, nested ones included).
 """
 
@@ -38,7 +38,7 @@ def render(command: str, values: dict[str, str | None], *, file: str = "the job"
     ``values`` maps ``"inputs.<name>"`` / ``"outputs.<name>"`` to text, or to None for an
     optional input left unset. A required reference without a value is a UserError.
     """
-    from amldist.placeholders import V2, drop_unset_groups
+    from amldist.spec.placeholders import V2, drop_unset_groups
 
     is_set = {ref.split(".", 1)[1] for ref, value in values.items() if ref.startswith("inputs.") and value is not None}
     text = drop_unset_groups(command, is_set, syntax=V2)

@@ -26,7 +26,7 @@ a "failed to resolve UCX endpoint" error, not for speed), ``NCCL_DEBUG`` (a logg
 
 from __future__ import annotations
 
-from amldist import skus
+from amldist.spec import vm_sizes
 from amldist.builders._args import BuilderError
 
 GPU_INFINIBAND_ENV = {
@@ -74,11 +74,11 @@ def resolve_size(instance_type, vm_size):
     (``nd96isr_h100_v5`` -> ``Standard_ND96isr_H100_v5``); any other text (a Kubernetes
     instance type) is written as given.
     """
-    named = skus.lookup(instance_type) if instance_type is not None else None
+    named = vm_sizes.lookup(instance_type) if instance_type is not None else None
     written = named.name if named is not None else instance_type
     if vm_size is None:
         return named, written
-    size = skus.lookup(vm_size)
+    size = vm_sizes.lookup(vm_size)
     if size is None:
         raise BuilderError("vm_size", f"{vm_size!r} is not an Azure VM size name", hint="see 'amldist skus'")
     # A Kubernetes instance type (not a VM size name) may well run on nodes of vm_size; two sizes must agree.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 
-from amldist import placeholders
+from amldist.spec import placeholders
 from amldist.builders import _args, _size
 from amldist.builders._args import BuilderError
 from amldist.legacy_builder import first_validation_error

@@ -49,13 +49,13 @@ def format_table(sizes) -> str:
 
 
 def run(args) -> int:
-    from amldist import skus
+    from amldist.spec import vm_sizes
     from amldist.errors import UserError
 
     if args.names:
         sizes = []
         for name in args.names:
-            size = skus.lookup(name)
+            size = vm_sizes.lookup(name)
             if size is None:
                 raise UserError(
                     f"{name!r} is not an Azure VM size name",
@@ -63,7 +63,7 @@ def run(args) -> int:
                 )
             sizes.append(size)
     else:
-        sizes = skus.all_sizes()
+        sizes = vm_sizes.all_sizes()
     if args.infiniband:
         sizes = [s for s in sizes if s.infiniband]
     if args.format == "json":

@@ -137,7 +137,7 @@ class Spec(_Part):
 
     def to_azure(self):
         """The equivalent azure.ai.ml entity (azure-ai-ml is imported only here)."""
-        from amldist.interop import to_azure
+        from amldist.spec.azure_sdk import to_azure
 
         return to_azure(self)
 

@@ -22,7 +22,7 @@ import os
 
 from amldist.backends import Prepared
 from amldist.errors import UserError
-from amldist.submit import overrides
+from amldist.spec import overrides
 
 
 class SpecInvalid(UserError):

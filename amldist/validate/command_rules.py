@@ -9,10 +9,10 @@
   input with a ``default`` (not null): Azure ML fills the default when no value is
   given, so the command always gets one (azure-ai-ml and the service accept it;
   the real-world samples do it). Warned because ``optional`` then has no effect.
-``optional`` is read as azure-ai-ml reads it (``amldist.flags``: ``'true'``,
+``optional`` is read as azure-ai-ml reads it (``amldist.spec.booleans``: ``'true'``,
 ``yes``, ``1`` ... count). Names may be dotted in v2 (``${{inputs.group.x}}``, a
 flattened parameter group) and are compared with the declared keys exactly.
-Commands are parsed by ``amldist.placeholders`` (shared with convert); its
+Commands are parsed by ``amldist.spec.placeholders`` (shared with convert); its
 syntax errors (``unbalanced-bracket``, ``malformed-placeholder``, ``mixed-syntax``)
 are reported with its codes. A command without any optional group and with only
 well-formed placeholders (most of them) takes a regex fast path that finds the
@@ -24,12 +24,12 @@ from __future__ import annotations
 import re
 
 from amldist.diagnostics import ERROR, WARNING
-from amldist.flags import is_optional
+from amldist.spec.booleans import is_optional
 from amldist.validate.messages import suggest
 from amldist.validate.rules import dotted
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # as amldist.placeholders: v2 names may be dotted (parameter groups)
+_V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # as amldist.spec.placeholders: v2 names may be dotted (parameter groups)
 _FAST = {
     False: (re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _V2_NAME + r")\s*\}\}"), re.compile(r"\$\{\{\s*(?:inputs|outputs)\.")),
     True: (re.compile(r"\{(inputs|outputs)\.(" + _NAME + r")\}"), re.compile(r"\{(?:inputs|outputs)\.")),
@@ -70,7 +70,7 @@ def check_command(ctx, path, command, inputs: dict | None, outputs: dict | None,
     if fast is not None:
         refs = [(*ref, False) for ref in fast]
     else:
-        from amldist import placeholders as ph  # imported only for commands that need it
+        from amldist.spec import placeholders as ph  # imported only for commands that need it
 
         try:
             refs = [(r.source, r.name, r.start, r.end, r.in_group)

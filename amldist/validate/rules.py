@@ -58,9 +58,9 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
     instance_type = resources.get("instance_type")
     if not isinstance(instance_type, str) or not instance_type:
         return
-    from amldist import skus
+    from amldist.spec import vm_sizes
 
-    size = skus.lookup(instance_type)
+    size = vm_sizes.lookup(instance_type)
     if size is None:
         return
     dist = distribution if isinstance(distribution, dict) else {}

@@ -55,7 +55,7 @@ def test_top_level_api_is_the_builders_module():
 
 def test_builders_do_not_import_azure():
     code = (
-        "import sys, amldist, amldist.interop, amldist.skus, amldist.commands.skus\n"
+        "import sys, amldist, amldist.spec.azure_sdk, amldist.spec.vm_sizes, amldist.commands.skus\n"
         "amldist.pytorch_job(command='python t.py', environment='azureml:e@latest',"
         " instance_type='Standard_ND96isr_H100_v5', instance_count=2)\n"
         "print([m for m in sys.modules if m.split('.')[0] in ('azure', 'torch', 'jsonschema')])"
@@ -347,10 +347,10 @@ def test_a_saved_builder_job_passes_the_validate_command(cli, tmp_path):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from amldist import skus  # noqa: E402
+from amldist.spec import vm_sizes  # noqa: E402
 
 _SIZES = st.one_of(
-    st.none(), st.sampled_from([s.name for s in skus.all_sizes()]),
+    st.none(), st.sampled_from([s.name for s in vm_sizes.all_sizes()]),
     st.sampled_from(["Standard_D4s_v3", "Standard_NC24rs_v2", "defaultinstancetype", "nd96isr_h100_v5"]),
 )
 _COUNTS = st.one_of(st.none(), st.integers(-2, 300), st.sampled_from([1.5, True, "2"]))
@@ -382,7 +382,7 @@ def test_builders_refuse_or_return_valid_jobs(builder, size, nodes, procs, shm, 
         assert "\n" not in str(err)
         return
     assert [d.to_text() for d in validate.validate_spec(job) if d.severity == "error"] == []
-    size_info = skus.lookup(size) if size else None
+    size_info = vm_sizes.lookup(size) if size else None
     count = job.distribution.process_count_per_instance
     if builder != "tensorflow" and size_info is not None and size_info.gpus:
         assert 1 <= count <= size_info.gpus

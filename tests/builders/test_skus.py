@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from amldist import skus
+from amldist.spec import vm_sizes
 from tests.builders.cases import python_output
 
 # name, GPUs, InfiniBand usable by NCCL, vcpus (facts.md and the Azure size pages)
@@ -37,7 +37,7 @@ KNOWN = [
 
 @pytest.mark.parametrize("name,gpus,infiniband,vcpus", KNOWN)
 def test_catalog_entries(name, gpus, infiniband, vcpus):
-    size = skus.lookup(name)
+    size = vm_sizes.lookup(name)
     assert size is not None and not size.guess
     assert (size.name, size.gpus, size.infiniband, size.vcpus) == (name, gpus, infiniband, vcpus)
 
@@ -50,12 +50,12 @@ def test_catalog_entries(name, gpus, infiniband, vcpus):
     ("Standard_NC4as_T4_v3", "T4", 16),
 ])
 def test_gpu_model_and_memory(name, model, memory):
-    size = skus.lookup(name)
+    size = vm_sizes.lookup(name)
     assert size.gpu_model.split()[0] == model and size.gpu_memory_gb == memory
 
 
 def test_cpu_sizes_have_no_gpu_model():
-    size = skus.lookup("HX176rs")
+    size = vm_sizes.lookup("HX176rs")
     assert size.gpus == 0 and size.gpu_model is None and size.gpu_memory_gb is None and size.is_gpu is False
 
 
@@ -64,7 +64,7 @@ def test_cpu_sizes_have_no_gpu_model():
     "  Standard_ND96isr_H100_v5 ",
 ])
 def test_lookup_ignores_case_and_prefix(text):
-    assert skus.lookup(text) is skus.lookup("Standard_ND96isr_H100_v5")
+    assert vm_sizes.lookup(text) is vm_sizes.lookup("Standard_ND96isr_H100_v5")
 
 
 @pytest.mark.parametrize("name,needle", [
@@ -73,13 +73,13 @@ def test_lookup_ignores_case_and_prefix(text):
     ("Standard_HB176-96rs_v4", "96 of 176"), ("Standard_HC44-16rs", "16 of 44"),
 ])
 def test_caveats(name, needle):
-    size = skus.lookup(name)
+    size = vm_sizes.lookup(name)
     assert any(needle in caveat for caveat in size.caveats), size.caveats
 
 
 def test_sizes_with_r_but_no_sriov_are_not_infiniband():
     for name in ("NC24r", "H16r", "H16mr"):
-        assert skus.lookup(name).infiniband is False
+        assert vm_sizes.lookup(name).infiniband is False
 
 
 @pytest.mark.parametrize("name,canonical,infiniband,gpus,vcpus", [
@@ -95,14 +95,14 @@ def test_sizes_with_r_but_no_sriov_are_not_infiniband():
     ("Standard_Foo8rs_v1", "Standard_FOO8rs_v1", True, 0, 8),  # any family once "Standard_" is there
 ])
 def test_guesses_from_the_name(name, canonical, infiniband, gpus, vcpus):
-    size = skus.lookup(name)
+    size = vm_sizes.lookup(name)
     assert size is not None and size.guess is True
     assert (size.name, size.infiniband, size.gpus, size.vcpus) == (canonical, infiniband, gpus, vcpus)
     assert any("guessed" in caveat for caveat in size.caveats)
 
 
 def test_guess_takes_the_gpu_model_from_the_accelerator_part():
-    assert skus.lookup("Standard_NV36adms_A10_v5").gpu_model == "A10"
+    assert vm_sizes.lookup("Standard_NV36adms_A10_v5").gpu_model == "A10"
 
 
 @pytest.mark.parametrize("text", [
@@ -110,16 +110,16 @@ def test_guess_takes_the_gpu_model_from_the_accelerator_part():
     "azureml:gpu-cluster", "nd96isr_h100_v5; rm -rf", None, 42,
 ])
 def test_not_a_vm_size_name(text):
-    assert skus.lookup(text) is None
+    assert vm_sizes.lookup(text) is None
 
 
 def test_all_sizes_are_unique_canonical_and_cover_the_series():
-    sizes = skus.all_sizes()
+    sizes = vm_sizes.all_sizes()
     names = [s.name for s in sizes]
     assert len(names) == len(set(names))
     for size in sizes:
         assert size.name.startswith("Standard_") and not size.guess
-        assert skus.canonical_name(size.name) == size.name
+        assert vm_sizes.canonical_name(size.name) == size.name
         assert size.infiniband == (size.interconnect is not None)
     series = {s.series for s in sizes}
     for wanted in ("NC v3", "NCasT4 v3", "NC A100 v4", "NC H100 v5", "ND v2", "ND A100 v4", "NDm A100 v4",
@@ -129,16 +129,17 @@ def test_all_sizes_are_unique_canonical_and_cover_the_series():
 
 def test_vmsize_is_frozen():
     with pytest.raises(AttributeError):
-        skus.lookup("NC6s_v3").gpus = 2
+        vm_sizes.lookup("NC6s_v3").gpus = 2
 
 
-def test_import_is_stdlib_only():
+def test_import_needs_only_the_spec_layer():
+    # The catalog sits in amldist.spec, whose loader needs PyYAML; nothing heavier may come along.
     code = (
-        "import sys; before = set(sys.modules); import amldist.skus\n"
+        "import sys; before = set(sys.modules); import amldist.spec.vm_sizes\n"
         "new = sorted(m.split('.')[0] for m in set(sys.modules) - before)\n"
         "print(','.join(sorted(set(n for n in new if n not in sys.stdlib_module_names))))"
     )
-    assert python_output(code) == "amldist"
+    assert {n for n in python_output(code).split(",") if "cython" not in n} <= {"amldist", "yaml"}
 
 
 # -- the CLI -----------------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def test_cli_table(cli):
     assert lines[0].split()[:2] == ["name", "gpus"]
     row = next(line for line in lines if line.startswith("Standard_ND96isr_H100_v5 "))
     assert row.split()[1] == "8" and " yes " in row
-    assert len(lines) == 1 + len(skus.all_sizes())
+    assert len(lines) == 1 + len(vm_sizes.all_sizes())
 
 
 def test_cli_infiniband_json(cli):

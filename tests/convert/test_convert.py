@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from amldist import placeholders
+from amldist.spec import placeholders
 from amldist.convert import (
     DEFAULT_IMAGE,
     TIMEOUT_TAG,

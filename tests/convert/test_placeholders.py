@@ -1,10 +1,10 @@
-"""amldist.placeholders: parsing, references, legacy -> v2, resolving optional groups."""
+"""amldist.spec.placeholders: parsing, references, legacy -> v2, resolving optional groups."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amldist import placeholders as ph
+from amldist.spec import placeholders as ph
 from amldist.errors import UserError
 
 CONFORMANCE_LIKE = (

@@ -1,11 +1,11 @@
-"""amldist.flags reads booleans as azure-ai-ml does, and every place that reads ``optional:`` uses it."""
+"""amldist.spec.booleans reads booleans as azure-ai-ml does, and every place that reads ``optional:`` uses it."""
 
 from __future__ import annotations
 
 import pytest
 
 from amldist.errors import UserError
-from amldist.flags import is_optional, read_flag
+from amldist.spec.booleans import is_optional, read_flag
 
 VALUES = [True, False, 1, 0, 1.0, 0.0, 2, -1, 0.5, None, [], {}, "", " true", "true", "True", "TRUE", "tRuE",
           "false", "False", "FALSE", "yes", "Yes", "YES", "yEs", "no", "NO", "on", "On", "off", "OFF", "t", "T",

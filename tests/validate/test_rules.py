@@ -243,7 +243,7 @@ def test_validate_data_reports_at_0_0_and_detects_the_kind():
 # ---- the regex fast path finds what the full parser finds ----
 
 def _full(command, legacy):
-    from amldist import placeholders as ph
+    from amldist.spec import placeholders as ph
 
     try:
         return [(r.source, r.name, r.start, r.end, r.in_group)

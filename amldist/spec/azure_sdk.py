@@ -2,7 +2,7 @@
 
 Both go through azure-ai-ml's own YAML loaders over ``spec.to_yaml()``, so a spec
 means exactly what the same file means to ``az ml job create``. azure-ai-ml is
-imported inside the functions only: ``import amldist.interop`` stays cheap.
+imported inside the functions only: ``import amldist.spec.azure_sdk`` stays cheap.
 """
 
 from __future__ import annotations
