@@ -8,12 +8,12 @@ __version__ = "0.1.0"
 
 # name -> module that defines it; resolved lazily by __getattr__ below.
 _LAZY = {
-    "pytorch_job": "amldist.builders",
-    "mpi_job": "amldist.builders",
-    "tensorflow_job": "amldist.builders",
-    "distributed_component": "amldist.builders",
-    "convert_legacy": "amldist.convert",
-    "component_to_job": "amldist.component_job",
+    "pytorch_job": "amldist.authoring",
+    "mpi_job": "amldist.authoring",
+    "tensorflow_job": "amldist.authoring",
+    "distributed_component": "amldist.authoring",
+    "convert_legacy": "amldist.authoring.convert",
+    "component_to_job": "amldist.authoring.component_job",
     "load": "amldist.spec",
     "loads": "amldist.spec",
     "validate_paths": "amldist.validate",

@@ -1,5 +1,5 @@
 import sys
 
-from amldist.cli import main
+from amldist.cli.main import main
 
 sys.exit(main())

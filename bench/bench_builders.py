@@ -11,7 +11,7 @@ import time
 
 N = 200
 IMPORT = {
-    "amldist": "import amldist, amldist.builders, amldist.validate",
+    "amldist": "import amldist, amldist.authoring, amldist.validate",
     "azure-ai-ml": "import azure.ai.ml",
 }
 

@@ -29,7 +29,7 @@ def conformance_dir() -> Path:
 @pytest.fixture
 def cli(capsys):
     """Run ``amldist`` in-process: returns (exit code, stdout, stderr)."""
-    from amldist.cli import main
+    from amldist.cli.main import main
 
     def run(*argv: str):
         code = main(list(argv))

@@ -26,7 +26,7 @@ def test_console_script_runs_as_module():
 
 def test_version_imports_nothing_heavy():
     code = (
-        "import sys; from amldist.cli import main\n"
+        "import sys; from amldist.cli.main import main\n"
         "try: main(['--version'])\nexcept SystemExit: pass\n"
         "heavy = [m for m in ('azure', 'torch', 'jsonschema', 'mpi4py') if m in sys.modules]\n"
         "print('heavy=' + ','.join(heavy))"

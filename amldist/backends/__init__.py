@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from amldist.spec import CommandJob
 
 BACKENDS = {
-    "local": ("amldist.backends.local", "LocalBackend"),
-    "azureml": ("amldist.backends.azureml", "AzureMLBackend"),
+    "local": ("amldist.backends.local.plan", "LocalBackend"),
+    "azureml": ("amldist.backends.azureml.backend", "AzureMLBackend"),
 }
 
 

@@ -6,7 +6,7 @@ What FILE may be, and where each option applies:
   ``--instance-count`` / ``--process-count-per-instance`` (they win over ``--set``, being
   the more specific options); the result is validated with positions from the file;
 - a v2 **command component** or a legacy **DistributedComponent**: the file is validated as
-  written first, then turned into a job with ``amldist.convert.component_to_job`` (the
+  written first, then turned into a job with ``amldist.authoring.convert.component_to_job`` (the
   options give what a pipeline's run settings would: ``--input`` values, the counts); ``--set``
   then applies to that job (``az ml job create --set`` also edits the job), which is validated
   again.
@@ -101,8 +101,8 @@ def _apply_counts(data: dict, instance_count, process_count, file: str) -> dict:
 
 
 def _as_job(spec, base_dir: str, input_values: dict, instance_count, process_count) -> dict:
-    """A component or legacy spec as the job that runs it once (amldist.convert does the work)."""
-    from amldist.convert import component_to_job
+    """A component or legacy spec as the job that runs it once (amldist.authoring.convert does the work)."""
+    from amldist.authoring.convert import component_to_job
 
     # Relative --input paths are read against the current directory, as for a job file.
     job = component_to_job(spec, inputs=input_values or None, instance_count=instance_count,

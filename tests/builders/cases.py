@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 import amldist
-from amldist.builders import UnknownGpuCountWarning
+from amldist.authoring import UnknownGpuCountWarning
 
 ENV = "azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest"
 

@@ -10,7 +10,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 import amldist  # noqa: E402
 from amldist import spec as amlspec  # noqa: E402
-from amldist.builders import BuilderError  # noqa: E402
+from amldist.authoring import BuilderError  # noqa: E402
 from amldist.errors import UserError  # noqa: E402
 from amldist.spec.azure_sdk import InteropError, rest_body, to_azure  # noqa: E402
 from tests.builders.cases import CASES, ENV, build  # noqa: E402

@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 import amldist
-from amldist.builders import BuilderError, BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
+from amldist.authoring import BuilderError, BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
 from amldist.errors import UserError
 from amldist.spec import CommandJob, loads
 from tests.builders.cases import CASES, ENV, build, python_output
@@ -46,7 +46,7 @@ def test_returns_a_command_job_that_round_trips(tmp_path):
 
 
 def test_top_level_api_is_the_builders_module():
-    from amldist import builders
+    from amldist import authoring as builders
 
     assert amldist.pytorch_job is builders.pytorch_job
     assert amldist.mpi_job is builders.mpi_job and amldist.tensorflow_job is builders.tensorflow_job
@@ -55,7 +55,7 @@ def test_top_level_api_is_the_builders_module():
 
 def test_builders_do_not_import_azure():
     code = (
-        "import sys, amldist, amldist.spec.azure_sdk, amldist.spec.vm_sizes, amldist.commands.skus\n"
+        "import sys, amldist, amldist.spec.azure_sdk, amldist.spec.vm_sizes, amldist.cli.skus\n"
         "amldist.pytorch_job(command='python t.py', environment='azureml:e@latest',"
         " instance_type='Standard_ND96isr_H100_v5', instance_count=2)\n"
         "print([m for m in sys.modules if m.split('.')[0] in ('azure', 'torch', 'jsonschema')])"

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from amldist.commands.convert import HEADER
-from amldist.convert import convert_legacy
+from amldist.cli.convert import HEADER
+from amldist.authoring.convert import convert_legacy
 from tests.conftest import ROOT
 
 COMPONENTS = ROOT / "components"

@@ -1,11 +1,11 @@
-"""amldist.convert: legacy DistributedComponent -> v2 command component, component -> job."""
+"""amldist.authoring.convert: legacy DistributedComponent -> v2 command component, component -> job."""
 
 import warnings
 
 import pytest
 
 from amldist.spec import placeholders
-from amldist.convert import (
+from amldist.authoring.convert import (
     DEFAULT_IMAGE,
     TIMEOUT_TAG,
     ConversionError,
@@ -16,7 +16,7 @@ from amldist.convert import (
     v2_name,
 )
 from amldist.errors import UserError
-from amldist.legacy_builder import ComponentSpecError, v2_port_type
+from amldist.authoring.legacy_builder import ComponentSpecError, v2_port_type
 from amldist.spec import CommandComponent, DistributedComponent, Launcher
 from tests.conftest import conformance_files
 

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from amldist.commands.convert import HEADER
-from amldist.convert import convert_legacy
+from amldist.cli.convert import HEADER
+from amldist.authoring.convert import convert_legacy
 from amldist.spec import load, loads
 from amldist.spec.yamlio import load_yaml
 

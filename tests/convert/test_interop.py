@@ -14,8 +14,8 @@ import textwrap
 
 import pytest
 
-from amldist.convert import component_to_job, convert_legacy
-from amldist.legacy_builder import distributed_component
+from amldist.authoring.convert import component_to_job, convert_legacy
+from amldist.authoring.legacy_builder import distributed_component
 from tests.conftest import ROOT, conformance_files
 
 ml = pytest.importorskip("azure.ai.ml")

@@ -4,7 +4,7 @@ import pytest
 
 from amldist import spec
 from amldist.errors import UserError
-from amldist.legacy_builder import LEGACY_SCHEMA, ComponentSpecError, distributed_component, validator
+from amldist.authoring.legacy_builder import LEGACY_SCHEMA, ComponentSpecError, distributed_component, validator
 from amldist.spec.yamlio import load_yaml
 
 COMMAND = "python train.py --data {inputs.data} [--lr {inputs.lr}] --epochs {inputs.epochs} --out {outputs.model}"
@@ -94,7 +94,7 @@ def test_passes_the_validator():
 
 def test_top_level_api_reexport():
     import amldist
-    from amldist.legacy_builder import distributed_component as build_legacy
+    from amldist.authoring.legacy_builder import distributed_component as build_legacy
 
     fn = amldist.distributed_component
     assert fn is build_legacy

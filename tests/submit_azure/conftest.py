@@ -48,14 +48,14 @@ def fake_azure(monkeypatch, no_network, clean_env):
       service client and to its own request pipeline);
     - azure-storage-blob clients are built by azure-ai-ml without our kwargs, so the
       default transport they would create (``RequestsTransport``) is replaced by it;
-    - ``amldist.backends.azureml.AzureMLBackend`` (what ``get_backend("azureml")``
+    - ``amldist.backends.azureml.backend.AzureMLBackend`` (what ``get_backend("azureml")``
       instantiates) is given the fake credential and transport.
     Run-history polling is made instant for --stream.
     """
     import azure.storage.blob._shared.base_client as blob_base
     from azure.ai.ml.operations._run_history_constants import RunHistoryConstants
 
-    import amldist.backends.azureml as azureml
+    import amldist.backends.azureml.backend as azureml
 
     fake = FakeAzure()
     credential = FakeCredential()

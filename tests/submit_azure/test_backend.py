@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-import amldist.backends.azureml as azureml
+import amldist.backends.azureml.backend as azureml
 from amldist.backends import Prepared, SubmitOptions
-from amldist.backends.azureml_snapshot import RUNTIME_DIR
+from amldist.backends.azureml.snapshot import RUNTIME_DIR
 from amldist.errors import UserError
 from amldist.spec import load
 from tests.submit_azure.fake_azure import TENANT, FakeCredential
@@ -313,7 +313,7 @@ def test_importing_the_backend_does_not_import_azure():
 
     probe = textwrap.dedent("""
         import sys
-        import amldist.backends.azureml, amldist.backends.azureml_workspace, amldist.backends.azureml_snapshot
+        import amldist.backends.azureml.backend, amldist.backends.azureml.workspace, amldist.backends.azureml.snapshot
         print(sorted(m for m in sys.modules if m.startswith("azure")))
     """)
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from amldist.backends.azureml_snapshot import RUNTIME_DIR, build_snapshot, code_snapshot
+from amldist.backends.azureml.snapshot import RUNTIME_DIR, build_snapshot, code_snapshot
 
 RUNTIME_FILES = sorted(
     f"amldist/runtime/{os.path.relpath(os.path.join(root, name), RUNTIME_DIR).replace(os.sep, '/')}"

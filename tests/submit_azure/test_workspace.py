@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from amldist.backends.azureml_workspace import find_config_file, require_workspace, resolve_workspace
+from amldist.backends.azureml.workspace import find_config_file, require_workspace, resolve_workspace
 from amldist.errors import UserError
 
 ENV = {"AZUREML_ARM_SUBSCRIPTION": "env-sub", "AZUREML_ARM_RESOURCEGROUP": "env-rg",

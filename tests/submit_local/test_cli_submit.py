@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from amldist.commands.submit import choose_backend
+from amldist.cli.submit import choose_backend
 
 from .helpers import SAMPLES, write_job
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from amldist.backends import SubmitOptions
-from amldist.backends.azureml_snapshot import build_snapshot
-from amldist.backends.local import LocalBackend, plan
-from amldist.backends.local_run import launch
+from amldist.backends.azureml.snapshot import build_snapshot
+from amldist.backends.local.plan import LocalBackend, plan
+from amldist.backends.local.supervisor import launch
 from amldist.submit.prepare import prepare
 
 from .helpers import recorded_pids, survivors, worker_job, write_job

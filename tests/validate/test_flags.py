@@ -44,7 +44,7 @@ def component(optional):
 
 
 def test_component_to_job_reads_quoted_optional_words():
-    from amldist.convert import component_to_job
+    from amldist.authoring.convert import component_to_job
 
     assert component_to_job(component("yes")).command == "python t.py"  # optional, unset: group dropped
     with pytest.raises(UserError, match="input 'n' is required"):
@@ -52,7 +52,7 @@ def test_component_to_job_reads_quoted_optional_words():
 
 
 def test_legacy_builder_reads_quoted_optional_words():
-    from amldist.legacy_builder import command_problems
+    from amldist.authoring.legacy_builder import command_problems
 
     inputs = {"o": {"type": "String", "optional": "True"}}
     assert [p[0] for p in command_problems("python t.py --o {inputs.o}", inputs, {})] == ["optional-input-outside-group"]
@@ -61,7 +61,7 @@ def test_legacy_builder_reads_quoted_optional_words():
 
 
 def test_local_backend_reads_quoted_optional_words(tmp_path):
-    from amldist.backends.local import resolve_inputs
+    from amldist.backends.local.plan import resolve_inputs
 
     assert resolve_inputs({"d": {"type": "uri_folder", "optional": "true"}}, str(tmp_path), "job.yml") == {"d": None}
     with pytest.raises(UserError, match="input 'd' has no path"):
@@ -69,7 +69,7 @@ def test_local_backend_reads_quoted_optional_words(tmp_path):
 
 
 def test_local_backend_fills_dotted_input_names():
-    from amldist.backends.local_command import render
+    from amldist.backends.local.command import render
 
     command = "echo $[[--n ${{inputs.group.n}}]] ${{inputs.group.s}}"
     assert render(command, {"inputs.group.n": None, "inputs.group.s": "x y"}) == "echo 'x y'"

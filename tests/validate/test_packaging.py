@@ -32,13 +32,13 @@ def test_pre_commit_hook_names_a_working_entry(tmp_path):
 
 def test_console_script_is_declared():
     text = (ROOT / "pyproject.toml").read_text()
-    assert re.search(r'^amldist\s*=\s*"amldist\.cli:main"', text, re.M)
+    assert re.search(r'^amldist\s*=\s*"amldist\.cli\.main:main"', text, re.M)
 
 
 def test_validate_never_imports_heavy_modules():
     code = (
         "import sys\n"
-        "from amldist.cli import main\n"
+        "from amldist.cli.main import main\n"
         f"rc = main(['validate', '-q', {str(FIXTURES / 'valid')!r}, {str(FIXTURES / 'invalid')!r}])\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'azure', 'torch', 'mpi4py', 'jsonschema', "
         "'numpy', 'referencing'})\n"

@@ -5,7 +5,7 @@ Each returns an ``amldist.spec.CommandJob`` (``.to_yaml()``, ``.save(path)``, ``
 argument, and whatever is returned passes ``amldist validate``. Nothing here imports azure-ai-ml.
 
 Defaults that come from the VM size (``instance_type``, or ``vm_size`` for the nodes of a
-compute cluster) are described in ``amldist.builders._size``.
+compute cluster) are described in ``amldist.authoring.size_defaults``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 import warnings
 
 from amldist.spec import placeholders
-from amldist.builders import _args, _size
-from amldist.builders._args import BuilderError
-from amldist.legacy_builder import first_validation_error
+from amldist.authoring import arguments
+from amldist.authoring import size_defaults
+from amldist.authoring.arguments import BuilderError
+from amldist.authoring.legacy_builder import first_validation_error
 from amldist.spec.model import CommandJob, Distribution, Limits, Resources
 
 COMMAND_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -38,7 +39,7 @@ _COMMON_DOC = """
     - instance_count: nodes (default 1).
     - environment_variables: name -> string. On an InfiniBand size with more than one node
       the NCCL/UCX settings Azure uses on those sizes are added unless already set (see
-      ``amldist.builders._size``); ``infiniband_env=False`` leaves them out.
+      ``amldist.authoring.size_defaults``); ``infiniband_env=False`` leaves them out.
     - shm_size: shared memory of the container, e.g. ``"16g"`` (Azure's default is 2g).
     - timeout: seconds (or a timedelta) -> ``limits.timeout``.
     - name, display_name, experiment_name, description, tags: job metadata.
@@ -81,48 +82,48 @@ def _check_with_validator(spec) -> None:
 
 def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob:
     """Check ``args``, apply the size's defaults, warn, validate; ``distribution`` holds the counts."""
-    command = _args.text("command", args["command"], required=True)
-    inputs = _args.inputs(args["inputs"])
-    outputs = _args.outputs(args["outputs"])
+    command = arguments.text("command", args["command"], required=True)
+    inputs = arguments.inputs(args["inputs"])
+    outputs = arguments.outputs(args["outputs"])
     _check_command(command, inputs, outputs)
-    instance_type = _args.text("instance_type", args["instance_type"])
-    vm_size = _args.text("vm_size", args["vm_size"])
-    instance_count = _args.count("instance_count", args["instance_count"])
-    size, instance_type = _size.resolve_size(instance_type, vm_size)
-    env = _args.environment_variables(args["environment_variables"])
+    instance_type = arguments.text("instance_type", args["instance_type"])
+    vm_size = arguments.text("vm_size", args["vm_size"])
+    instance_count = arguments.count("instance_count", args["instance_count"])
+    size, instance_type = size_defaults.resolve_size(instance_type, vm_size)
+    env = arguments.environment_variables(args["environment_variables"])
     if args["infiniband_env"]:
-        env.update(_size.infiniband_env(size, instance_count, env))
+        env.update(size_defaults.infiniband_env(size, instance_count, env))
     notes = []
     if distribution_type in ("pytorch", "mpi"):
-        given = _args.count("process_count_per_instance", distribution["process_count_per_instance"])
-        distribution["process_count_per_instance"] = _size.processes_per_node(size, given)
+        given = arguments.count("process_count_per_instance", distribution["process_count_per_instance"])
+        distribution["process_count_per_instance"] = size_defaults.processes_per_node(size, given)
         if given is None:
-            notes.append(_size.default_process_warning(size, instance_type, vm_size))
+            notes.append(size_defaults.default_process_warning(size, instance_type, vm_size))
     spec = CommandJob(
         schema=COMMAND_JOB_SCHEMA,
         type="command",
-        name=_args.text("name", args["name"]),
-        display_name=_args.text("display_name", args["display_name"]),
-        experiment_name=_args.text("experiment_name", args["experiment_name"]),
-        description=_args.text("description", args["description"]),
-        tags=_args.tags(args["tags"]),
-        code=_args.text("code", args["code"]),
+        name=arguments.text("name", args["name"]),
+        display_name=arguments.text("display_name", args["display_name"]),
+        experiment_name=arguments.text("experiment_name", args["experiment_name"]),
+        description=arguments.text("description", args["description"]),
+        tags=arguments.tags(args["tags"]),
+        code=arguments.text("code", args["code"]),
         command=command,
-        environment=_args.environment(args["environment"]),
+        environment=arguments.environment(args["environment"]),
         environment_variables=env or None,
-        compute=_args.text("compute", args["compute"]),
+        compute=arguments.text("compute", args["compute"]),
         inputs=inputs,
         outputs=outputs,
         distribution=Distribution(type=distribution_type, **distribution),
         resources=Resources(
             instance_count=instance_count or 1,
             instance_type=instance_type,
-            shm_size=_args.shm_size(args["shm_size"]),
+            shm_size=arguments.shm_size(args["shm_size"]),
         ),
-        limits=Limits(timeout=t) if (t := _args.timeout_seconds(args["timeout"])) is not None else None,
+        limits=Limits(timeout=t) if (t := arguments.timeout_seconds(args["timeout"])) is not None else None,
     )
     _check_with_validator(spec)
-    for category, message in [n for n in notes if n] + _size.warnings_for(size, instance_count, env):
+    for category, message in [n for n in notes if n] + size_defaults.warnings_for(size, instance_count, env):
         warnings.warn(message, category, stacklevel=3)  # 3: the user's call of the builder
     return spec
 
@@ -173,9 +174,9 @@ def tensorflow_job(
     left out (Azure's default 0) when not given.
     """
     args = dict(locals())
-    workers = _args.count("worker_count", worker_count)
-    servers = _args.count("parameter_server_count", parameter_server_count, minimum=0)
-    nodes = _args.count("instance_count", instance_count) or 1
+    workers = arguments.count("worker_count", worker_count)
+    servers = arguments.count("parameter_server_count", parameter_server_count, minimum=0)
+    nodes = arguments.count("instance_count", instance_count) or 1
     return _build(
         "tensorflow", args,
         {"worker_count": workers if workers is not None else nodes, "parameter_server_count": servers},

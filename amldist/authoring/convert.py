@@ -1,4 +1,4 @@
-"""Legacy ``DistributedComponent`` -> ML v2 command component (a component -> a job: ``amldist.component_job``).
+"""Legacy ``DistributedComponent`` -> ML v2 command component (a component -> a job: ``amldist.authoring.component_job``).
 
 Mapping (``convert_legacy``), with the choices the issue left open:
 
@@ -38,10 +38,10 @@ import re
 import warnings
 
 from amldist.spec import placeholders
-from amldist.builders._args import count
+from amldist.authoring.arguments import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.legacy_builder import (
+from amldist.authoring.legacy_builder import (
     ComponentSpecError,
     check_with_validator,
     command_problems,
@@ -178,8 +178,8 @@ def _additional_includes(path: str | None) -> list | None:
 def positive_count(value, what: str) -> int | None:
     """``value`` when it is a whole number >= 1 (None passes through), else a UserError naming ``what``.
 
-    The builders' check (``amldist.builders._args.count``), so that every Python API refuses the
-    same counts; the CLI's options go through ``amldist.commands.positive_int`` first.
+    The builders' check (``amldist.authoring.arguments.count``), so that every Python API refuses the
+    same counts; the CLI's options go through ``amldist.cli.arguments.positive_int`` first.
     """
     return count(what, value)
 
@@ -295,9 +295,9 @@ def rebase_paths(component: CommandComponent, from_dir: str, to_dir: str) -> Com
 
 
 def __getattr__(name):
-    # component_to_job lives in amldist.component_job (it imports this module); still reachable here.
+    # component_to_job lives in amldist.authoring.component_job (it imports this module); still reachable here.
     if name == "component_to_job":
-        from amldist.component_job import component_to_job
+        from amldist.authoring.component_job import component_to_job
 
         return component_to_job
-    raise AttributeError(f"module 'amldist.convert' has no attribute {name!r}")
+    raise AttributeError(f"module 'amldist.authoring.convert' has no attribute {name!r}")

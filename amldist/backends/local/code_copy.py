@@ -9,7 +9,7 @@ backend does the same. Like Azure ML, the copy skips what ``.amlignore`` lists, 
 trailing ``/`` for folders). ``.git``, ``__pycache__`` and ``.amldist`` (where run folders
 live) are always skipped.
 
-amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.backends.snapshot`,
+amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.backends.runtime_bundle`,
 exactly as the Azure backend adds it (``amldist/runtime/`` and a minimal ``amldist/__init__.py``),
 so ``from amldist.runtime import init_distributed`` imports the same files locally and on Azure;
 a code folder with an ``amldist`` entry of its own keeps it, without the shim, as on Azure.
@@ -24,7 +24,7 @@ import fnmatch
 import os
 import shutil
 
-from amldist.backends.snapshot import RUNS_DIR
+from amldist.backends.runtime_bundle import RUNS_DIR
 
 ALWAYS_SKIPPED = (".git", "__pycache__", RUNS_DIR)
 

@@ -7,7 +7,7 @@ Designed like torchx's local scheduler, in two steps:
    process's ``argv``, full ``env``, ``cwd`` and ``log_path``; ``--dry-run`` prints it and the
    tests assert on it;
 2. :meth:`LocalBackend.submit` creates the run folder and hands the plan to
-   :func:`amldist.backends.local_run.supervise`, which starts, watches and stops the processes.
+   :func:`amldist.backends.local.supervisor.supervise`, which starts, watches and stops the processes.
 
 The run folder is ``.amldist/runs/<job-name>/`` under the *current directory* (not next to the
 YAML file): ``job.yml`` (the job as run, after overrides), ``code/`` (the snapshot, see
@@ -37,9 +37,9 @@ import time
 from dataclasses import dataclass, field
 
 from amldist.backends import Prepared, SubmitOptions
-from amldist.backends import local_env as envs
-from amldist.backends.local_command import literal_text, render
-from amldist.backends.snapshot import has_own_amldist
+from amldist.backends.local import launchers as envs
+from amldist.backends.local.command import literal_text, render
+from amldist.backends.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
 from amldist.spec.booleans import is_optional
 from amldist.spec.overrides import is_path_input
@@ -304,6 +304,6 @@ class LocalBackend:
         return describe(plan(prepared, options))
 
     def submit(self, prepared: Prepared, options: SubmitOptions) -> int:
-        from amldist.backends.local_run import launch
+        from amldist.backends.local.supervisor import launch
 
         return launch(plan(prepared, options), prepared, options)

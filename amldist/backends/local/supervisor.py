@@ -25,10 +25,10 @@ import threading
 import time
 
 from amldist.backends import Prepared, SubmitOptions
-from amldist.backends.local import LocalPlan
-from amldist.backends.local_procs import stop_sessions
-from amldist.backends.local_snapshot import copy_code
-from amldist.backends.snapshot import add_runtime
+from amldist.backends.local.plan import LocalPlan
+from amldist.backends.local.process_groups import stop_sessions
+from amldist.backends.local.code_copy import copy_code
+from amldist.backends.runtime_bundle import add_runtime
 from amldist.errors import UserError
 
 TAIL_LINES = 20

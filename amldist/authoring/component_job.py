@@ -1,7 +1,7 @@
 """A component (v2, or a legacy DistributedComponent) as the command job that runs it once.
 
 ``amldist submit`` runs components this way; pipeline code can call ``component_to_job`` too.
-Legacy specs go through ``amldist.convert.convert_legacy`` first.
+Legacy specs go through ``amldist.authoring.convert.convert_legacy`` first.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import os
 import re
 
 from amldist.spec import placeholders
-from amldist.builders._args import DATA_TYPES
-from amldist.convert import TIMEOUT_TAG, check_file, convert_legacy, positive_count
+from amldist.authoring.arguments import DATA_TYPES
+from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy, positive_count
 from amldist.errors import UserError
 from amldist.spec.booleans import is_optional
 from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load

@@ -4,7 +4,7 @@ Azure ML uploads a job's ``code:`` folder and starts the command inside it, so
 copying the runtime package to ``<snapshot>/amldist/runtime/`` makes
 ``from amldist.runtime import init_distributed`` and ``python -m amldist.runtime``
 work in the container without installing amldist there. The shim is added by
-:mod:`amldist.backends.snapshot`, exactly as in a local run's snapshot. The user's
+:mod:`amldist.backends.runtime_bundle`, exactly as in a local run's snapshot. The user's
 folder is only read:
 
 - files are taken the way azure-ai-ml uploads them: the root ``.amlignore`` (or,
@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import amldist.runtime
-from amldist.backends.snapshot import RUNS_DIR, add_runtime, has_own_amldist
+from amldist.backends.runtime_bundle import RUNS_DIR, add_runtime, has_own_amldist
 
 RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))  # the package the shim comes from
 _REMOTE = re.compile(r"^(azureml:|[a-zA-Z][a-zA-Z0-9+.-]+://|git\+)")

@@ -13,7 +13,7 @@ import os
 import sys
 
 from amldist import __version__
-from amldist.commands import NAMES
+from amldist.cli.arguments import NAMES
 from amldist.errors import UserError
 
 
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"amldist {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in NAMES:
-        importlib.import_module(f"amldist.commands.{name}").register(subparsers)
+        importlib.import_module(f"amldist.cli.{name}").register(subparsers)
     return parser
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-from amldist.commands import positive_int
+from amldist.cli.arguments import positive_int
 
 
 def register(subparsers) -> None:

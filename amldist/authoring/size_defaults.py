@@ -27,7 +27,7 @@ a "failed to resolve UCX endpoint" error, not for speed), ``NCCL_DEBUG`` (a logg
 from __future__ import annotations
 
 from amldist.spec import vm_sizes
-from amldist.builders._args import BuilderError
+from amldist.authoring.arguments import BuilderError
 
 GPU_INFINIBAND_ENV = {
     "NCCL_IB_PCI_RELAXED_ORDERING": "1",

@@ -4,8 +4,8 @@
   (:func:`amldist.spec.azure_sdk.rest_body`), secret-looking values masked; needs no
   workspace, no credentials and no network. ``codeId`` still names the local code
   folder: a real submission uploads a snapshot of it with the runtime shim added.
-- ``submit``: resolve the workspace (:mod:`amldist.backends.azureml_workspace`),
-  build the code snapshot (:mod:`amldist.backends.azureml_snapshot`), turn the job
+- ``submit``: resolve the workspace (:mod:`amldist.backends.azureml.workspace`),
+  build the code snapshot (:mod:`amldist.backends.azureml.snapshot`), turn the job
   into its azure-ai-ml entity (:func:`amldist.spec.azure_sdk.to_azure`), then
   ``MLClient(DefaultAzureCredential(), ...).jobs.create_or_update(job)``. Prints
   ``job: NAME`` and ``studio: URL`` on stdout; with ``--stream``, follows the logs
@@ -62,8 +62,8 @@ class AzureMLBackend:
 
     # --- sending it --------------------------------------------------------------------------
     def submit(self, prepared: Prepared, options: SubmitOptions) -> int:
-        from amldist.backends.azureml_snapshot import code_snapshot
-        from amldist.backends.azureml_workspace import require_workspace
+        from amldist.backends.azureml.snapshot import code_snapshot
+        from amldist.backends.azureml.workspace import require_workspace
         from amldist.spec.azure_sdk import to_azure
 
         workspace = require_workspace(
