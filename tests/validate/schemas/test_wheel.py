@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from tests.schemas.support import SCHEMA_DIR, schema_files
+from tests.validate.schemas.support import SCHEMA_DIR, schema_files
 
 ROOT = SCHEMA_DIR.parents[1]
 

@@ -19,7 +19,7 @@ import pytest
 
 from amldist.validate import validate_text
 from amldist.validate.report import LEGACY_SENT, LEGACY_TOP, SENDS
-from tests.schemas.support import blamed_fields, errors, parse
+from tests.validate.schemas.support import blamed_fields, errors, parse
 
 # marshmallow deprecation notices from inside the SDK are not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

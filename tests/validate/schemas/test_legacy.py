@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.schemas.support import blamed_fields, errors, hints, parse
+from tests.validate.schemas.support import blamed_fields, errors, hints, parse
 
 LEGACY = """
 $schema: https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json

@@ -11,7 +11,7 @@ import pytest
 from amldist.spec.kinds import detect_kind
 from amldist.spec.yamlio import load_yaml
 from tests.conftest import CONFORMANCE, conformance_files
-from tests.schemas.support import blamed_fields, errors, hints
+from tests.validate.schemas.support import blamed_fields, errors, hints
 
 VALID = conformance_files("valid")
 INVALID = conformance_files("invalid")

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.submit_azure.fake_azure import FakeAzure, FakeCredential
+from tests.backends.azureml.fake_azure import FakeAzure, FakeCredential
 
 
 class NetworkBlocked(AssertionError):

@@ -13,8 +13,8 @@ from amldist import spec as amlspec  # noqa: E402
 from amldist.authoring import BuilderError  # noqa: E402
 from amldist.errors import UserError  # noqa: E402
 from amldist.spec.azure_sdk import InteropError, rest_body, to_azure  # noqa: E402
-from tests.builders.cases import CASES, ENV, build  # noqa: E402
-from tests.builders.swagger import SwaggerSchema  # noqa: E402
+from tests.authoring.cases import CASES, ENV, build  # noqa: E402
+from tests.authoring.swagger import SwaggerSchema  # noqa: E402
 from tests.conftest import CONFORMANCE  # noqa: E402
 
 # azure-ai-ml 1.35.2 on marshmallow 3.2x: one deprecation warning per schema object, not ours.

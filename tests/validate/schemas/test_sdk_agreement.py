@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.schemas.support import errors, parse
+from tests.validate.schemas.support import errors, parse
 
 ml = pytest.importorskip("azure.ai.ml", reason="azure-ai-ml is not installed (pip install '.[azure]')")
 

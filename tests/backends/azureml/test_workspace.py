@@ -89,7 +89,7 @@ def test_search_order_matches_mlclient_from_config(tmp_path, layout):
     """The reference is azure-ai-ml itself: MLClient.from_config reads the same file we find."""
     from azure.ai.ml import MLClient
 
-    from tests.submit_azure.fake_azure import FakeCredential
+    from tests.backends.azureml.fake_azure import FakeCredential
 
     start = tmp_path / "x" / "y"
     start.mkdir(parents=True)

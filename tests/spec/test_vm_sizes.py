@@ -5,7 +5,7 @@ import json
 import pytest
 
 from amldist.spec import vm_sizes
-from tests.builders.cases import python_output
+from tests.authoring.cases import python_output
 
 # name, GPUs, InfiniBand usable by NCCL, vcpus (facts.md and the Azure size pages)
 KNOWN = [

@@ -17,7 +17,7 @@ from amldist.backends.local.plan import LocalBackend, plan
 from amldist.backends.local.supervisor import launch
 from amldist.submit.prepare import prepare
 
-from .helpers import recorded_pids, survivors, worker_job, write_job
+from tests.backends.local.helpers import recorded_pids, survivors, worker_job, write_job
 
 SHELL_ONLY = {"PWD", "OLDPWD", "SHLVL", "_", "LC_CTYPE"}  # bash and Python's locale coercion add these
 

@@ -9,7 +9,7 @@ import amldist
 from amldist.authoring import BuilderError, BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
 from amldist.errors import UserError
 from amldist.spec import CommandJob, loads
-from tests.builders.cases import CASES, ENV, build, python_output
+from tests.authoring.cases import CASES, ENV, build, python_output
 
 IB_GPU_VARS = {
     "NCCL_IB_PCI_RELAXED_ORDERING": "1",

@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
-from tests.schemas.support import BASE, DOCUMENT_SCHEMAS, SCHEMA_DIR, make_registry, schema_files
+from tests.validate.schemas.support import BASE, DOCUMENT_SCHEMAS, SCHEMA_DIR, make_registry, schema_files
 
 # The keyword subset amldist's own evaluator implements (contract), plus annotations.
 VALIDATION_KEYWORDS = set(

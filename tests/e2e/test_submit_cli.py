@@ -12,7 +12,7 @@ import pytest
 
 from amldist.cli.submit import choose_backend
 
-from .helpers import SAMPLES, write_job
+from tests.backends.local.helpers import SAMPLES, write_job
 
 ENV = "environment: azureml:AzureML-sklearn-1.5@latest\n"
 

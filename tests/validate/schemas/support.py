@@ -18,7 +18,7 @@ from referencing.jsonschema import DRAFT202012
 from amldist.spec.kinds import detect_kind
 from amldist.spec.yamlio import load_yaml
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "amldist" / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[3] / "amldist" / "schemas"
 BASE = "https://amldist.dev/schemas/"
 DOCUMENT_SCHEMAS = {
     "command_job": "CommandJob.schema.json",

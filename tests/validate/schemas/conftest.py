@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.schemas.support import load_schemas
+from tests.validate.schemas.support import load_schemas
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
 from amldist.spec import loads
 
-from .helpers import write_job
+from tests.backends.local.helpers import write_job
 
 SHELL_ENV = {"PATH": os.environ["PATH"], "HOME": "/home/me", "FOO": "kept",
              # leftovers of other launchers in the shell that runs amldist: none may reach a rank

@@ -52,7 +52,7 @@ def test_loads_in_azure_ai_ml(path):
     result = component._validate()
     assert result.passed, result.error_messages
     assert component.distribution is not None
-    # the legacy spec loads through internal components: tests/convert/test_interop.py
+    # the legacy spec loads through internal components: tests/authoring/test_convert_interop.py
 
 
 # --- real runs: two ranks on CPU, each under its launcher's variables ---

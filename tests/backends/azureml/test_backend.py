@@ -14,7 +14,7 @@ from amldist.backends import Prepared, SubmitOptions
 from amldist.backends.azureml.snapshot import RUNTIME_DIR
 from amldist.errors import UserError
 from amldist.spec import load
-from tests.submit_azure.fake_azure import TENANT, FakeCredential
+from tests.backends.azureml.fake_azure import TENANT, FakeCredential
 
 JOB = """\
 $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.schemas.support import blamed_fields, errors, hints, parse
+from tests.validate.schemas.support import blamed_fields, errors, hints, parse
 
 JOB = """
 $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json

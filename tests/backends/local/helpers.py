@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "samples"
 
 # Every rank records its own pid and a grandchild's (a sleeping child it starts), then behaves

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from .helpers import ROOT, amldist_cmd, recorded_pids, stop_amldist, survivors, wait_for_pid_files, worker_job
+from tests.backends.local.helpers import ROOT, amldist_cmd, recorded_pids, stop_amldist, survivors, wait_for_pid_files, worker_job
 
 
 @pytest.mark.parametrize("sig, dist, ranks", [
