@@ -31,21 +31,35 @@ def has_own_amldist(folder: str) -> bool:
     return os.path.lexists(os.path.join(folder, "amldist"))
 
 
-def add_runtime(root: str) -> list[str]:
-    """Copy the runtime shim into the snapshot folder ``root``; returns the paths written,
-    relative to ``root`` and ``/``-separated."""
+def shim_files() -> dict[str, str | bytes]:
+    """What the shim adds to a snapshot: relative ``/``-separated path -> the source file to copy,
+    or the bytes to write (the minimal ``amldist/__init__.py``)."""
     import amldist
     from amldist.runtime import bundle_files
 
-    os.makedirs(os.path.join(root, "amldist"), exist_ok=True)
-    written = []
-    for relative, source in bundle_files().items():
-        target = os.path.join(root, *relative.split("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+    files: dict[str, str | bytes] = dict(bundle_files())
+    files["amldist/__init__.py"] = (
+        '"""amldist runtime shim, added to the job\'s code snapshot by amldist submit."""\n\n'
+        f"__version__ = {amldist.__version__!r}\n"
+    ).encode()
+    return files
+
+
+def write_file(target: str, source: str | bytes) -> None:
+    """Write one snapshot entry: copy ``source`` (a path) or write it (bytes)."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if isinstance(source, bytes):
+        with open(target, "wb") as fh:
+            fh.write(source)
+    else:
         shutil.copyfile(source, target)
+
+
+def add_runtime(root: str) -> list[str]:
+    """Copy the runtime shim into the snapshot folder ``root``; returns the paths written,
+    relative to ``root`` and ``/``-separated."""
+    written = []
+    for relative, source in shim_files().items():
+        write_file(os.path.join(root, *relative.split("/")), source)
         written.append(relative)
-    with open(os.path.join(root, "amldist", "__init__.py"), "w", encoding="utf-8") as fh:
-        fh.write('"""amldist runtime shim, added to the job\'s code snapshot by amldist submit."""\n\n'
-                 f"__version__ = {amldist.__version__!r}\n")
-    written.append("amldist/__init__.py")
     return written

@@ -61,8 +61,9 @@ def choose_backend(args, job) -> str:
 
 
 def run(args) -> int:
-    from amldist.backends import SubmitOptions, get_backend
+    from amldist.backends import get_backend
     from amldist.submit.prepare import SpecInvalid, prepare
+    from amldist.submit.prepared import SubmitOptions
 
     try:
         prepared = prepare(args.file, sets=args.sets, inputs=args.inputs, instance_count=args.instance_count,
@@ -78,8 +79,8 @@ def run(args) -> int:
         resource_group=args.resource_group, subscription=args.subscription,
     )
     backend = get_backend(choose_backend(args, prepared.job))
+    plan = backend.plan(prepared, options)  # pure: what --dry-run prints is what run() does
     if args.dry_run:
-        text = backend.dry_run(prepared, options)
-        print(text)
+        print(backend.describe(plan))
         return 0
-    return backend.submit(prepared, options)
+    return backend.run(plan)

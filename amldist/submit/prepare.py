@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from amldist.backends import Prepared
+from amldist.submit.prepared import Prepared
 from amldist.errors import UserError
 from amldist.spec import overrides
 

@@ -11,9 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from amldist.backends import SubmitOptions
+from amldist.submit.prepared import SubmitOptions
 from amldist.backends.azureml.snapshot import build_snapshot
-from amldist.backends.local.plan import LocalBackend, plan
+from amldist.backends.local.backend import LocalBackend
+from amldist.backends.local.plan import plan
 from amldist.backends.local.supervisor import launch
 from amldist.submit.prepare import prepare
 
@@ -33,7 +34,7 @@ def run_local(tmp_path, path, **kw):
     opts = options(tmp_path, **kw)
     p = plan(prepared, opts)
     out, err = io.StringIO(), io.StringIO()
-    code = launch(p, prepared, opts, out=out, err=err)
+    code = launch(p, out=out, err=err)
     return SimpleNamespace(code=code, plan=p, out=out.getvalue(), err=err.getvalue())
 
 
@@ -122,7 +123,8 @@ def test_background_processes_left_by_a_finished_command_are_stopped(tmp_path):
     marker = tmp_path / "bg.pid"
     path = write_job(tmp_path, f"command: sleep 120 & echo $! > {marker}; exit 0\n")
     prepared = prepare(str(path))
-    assert LocalBackend().submit(prepared, options(tmp_path)) == 0
+    backend = LocalBackend()
+    assert backend.run(backend.plan(prepared, options(tmp_path))) == 0
     assert survivors([int(marker.read_text())]) == []
 
 
@@ -206,6 +208,6 @@ def test_a_code_folder_holding_the_run_root_is_not_copied_into_itself(tmp_path, 
     for _ in range(2):  # the second run finds the first run's folder inside the code folder
         opts = SubmitOptions(grace_seconds=0.5, status_line=False)
         p = plan(prepared, opts)
-        assert launch(p, prepared, opts, out=io.StringIO(), err=io.StringIO()) == 0
+        assert launch(p, out=io.StringIO(), err=io.StringIO()) == 0
         listing = (tmp_path / ".amldist" / "runs" / p.job_name / "user_logs" / "std_log.txt").read_text().split()
         assert "train.py" in listing and ".amldist" not in listing

@@ -1,20 +1,23 @@
 """The Azure ML backend of ``amldist submit``: azure-ai-ml's ``MLClient`` does the talking.
 
-- ``dry_run``: the JSON body azure-ai-ml would PUT for the job
-  (:func:`amldist.spec.azure_sdk.rest_body`), secret-looking values masked; needs no
-  workspace, no credentials and no network. ``codeId`` still names the local code
-  folder: a real submission uploads a snapshot of it with the runtime shim added.
-- ``submit``: resolve the workspace (:mod:`amldist.backends.azureml.workspace`),
-  build the code snapshot (:mod:`amldist.backends.azureml.snapshot`), turn the job
-  into its azure-ai-ml entity (:func:`amldist.spec.azure_sdk.to_azure`), then
+- ``plan``: pure (no credentials, no network, nothing written): the workspace (from the flags,
+  ``AZUREML_ARM_*`` or ``config.json``; a plan without one is still printable), the code
+  snapshot's files (:func:`amldist.backends.azureml.snapshot.plan_snapshot`: the user's files
+  plus ``amldist/runtime/``), and the REST body azure-ai-ml will PUT
+  (:func:`amldist.spec.azure_sdk.rest_body`). Its ``codeId`` names the snapshot that is
+  uploaded, not the local folder: the real id exists only after the upload.
+- ``describe``: that plan as one JSON object (``workspace``, ``code_snapshot``, ``warnings``,
+  ``request``), secret-looking values masked; what ``--dry-run`` prints.
+- ``run``: writes exactly the planned snapshot into a temporary folder, turns the planned job
+  into its azure-ai-ml entity (:func:`amldist.spec.azure_sdk.to_azure`) and sends it with
   ``MLClient(DefaultAzureCredential(), ...).jobs.create_or_update(job)``. Prints
   ``job: NAME`` and ``studio: URL`` on stdout; with ``--stream``, follows the logs
   with ``ml_client.jobs.stream(name)`` and exits 1 when the job fails.
 
-Errors from Azure become one ``error:`` line: no token (exit 2, with the ways to
-sign in), the service refusing a request (exit 1, with its status and message),
-Azure unreachable (exit 1). azure-ai-ml and azure-identity are imported inside the
-methods only, so ``amldist --help`` never pays for them.
+Errors from Azure become one ``error:`` line: no workspace or no token (exit 2, with the ways
+to set them), the service refusing a request (exit 1, with its status and message), Azure
+unreachable (exit 1). azure-ai-ml and azure-identity are imported inside the methods only, so
+``amldist --help`` never pays for them.
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ import json
 import logging
 import os
 import sys
+from dataclasses import dataclass, field
 
-from amldist.backends import Prepared, SubmitOptions
+from amldist.backends.azureml.snapshot import SnapshotPlan
+from amldist.backends.azureml.workspace import Workspace
 from amldist.errors import UserError
+from amldist.submit.prepared import Prepared, SubmitOptions
 
 SIGN_IN_HINT = (
     "sign in with `az login` (or `az login --use-device-code`), or set AZURE_CLIENT_ID, AZURE_TENANT_ID "
@@ -36,6 +42,20 @@ SIGN_IN_HINT = (
 
 def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
+
+
+@dataclass
+class AzurePlan:
+    """Everything a submission will do; ``run`` acts on this and nothing else."""
+
+    job: object  # the amldist.spec CommandJob to send (a copy, named by --name)
+    base_dir: str  # where the job's relative paths resolve
+    workspace: Workspace | None  # None: not configured; ``workspace_problem`` says why
+    workspace_problem: UserError | None
+    snapshot: SnapshotPlan
+    body: dict  # the REST body azure-ai-ml will PUT (codeId: the snapshot to upload)
+    stream: bool = False
+    warnings: list[str] = field(default_factory=list)
 
 
 class AzureMLBackend:
@@ -52,53 +72,77 @@ class AzureMLBackend:
         self.environ = environ
         self.cwd = cwd
 
-    # --- what would be sent -----------------------------------------------------------------
-    def dry_run(self, prepared: Prepared, options: SubmitOptions) -> str:
+    # --- what will be sent (pure) -------------------------------------------------------------
+    def plan(self, prepared: Prepared, options: SubmitOptions) -> AzurePlan:
+        from amldist.backends.azureml.snapshot import plan_snapshot
+        from amldist.backends.azureml.workspace import require_workspace
         from amldist.spec.azure_sdk import rest_body
+
+        job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
+        if options.name:
+            job.name = options.name
+        try:
+            workspace, problem = require_workspace(
+                os.environ if self.environ is None else self.environ, self.cwd or os.getcwd(),
+                subscription=options.subscription, resource_group=options.resource_group,
+                workspace=options.workspace), None
+        except UserError as exc:
+            workspace, problem = None, exc
+        snapshot = plan_snapshot(job.code, prepared.base_dir, job.command)
+        body = rest_body(job, base_dir=prepared.base_dir)
+        if snapshot.name is not None:
+            body.setdefault("properties", {})["codeId"] = (
+                f"<uploaded at submit: {snapshot.name}/, {len(snapshot.files)} files"
+                + (", amldist/runtime/ included>" if snapshot.shim_added else ">"))
+        return AzurePlan(job, prepared.base_dir, workspace, problem, snapshot, body, options.stream,
+                         list(snapshot.warnings))
+
+    def describe(self, plan: AzurePlan) -> str:
         from amldist.spec.secrets import mask_tree
 
-        body = rest_body(self._job(prepared, options), base_dir=prepared.base_dir)
-        return json.dumps(mask_tree(body), indent=2)
+        snapshot = plan.snapshot
+        shown = {
+            "workspace": None if plan.workspace is None else {
+                "subscription_id": plan.workspace.subscription_id,
+                "resource_group": plan.workspace.resource_group,
+                "workspace_name": plan.workspace.workspace_name,
+            },
+            "code_snapshot": None if snapshot.name is None else {
+                "name": snapshot.name, "files": sorted(snapshot.files), "runtime_added": snapshot.shim_added,
+            },
+            "warnings": plan.warnings + ([] if plan.workspace else [f"no workspace yet: {plan.workspace_problem}"]),
+            "request": {"method": "PUT", "job": plan.job.name, "body": mask_tree(plan.body)},
+        }
+        return json.dumps(shown, indent=2)
 
-    # --- sending it --------------------------------------------------------------------------
-    def submit(self, prepared: Prepared, options: SubmitOptions) -> int:
-        from amldist.backends.azureml.snapshot import code_snapshot
-        from amldist.backends.azureml.workspace import require_workspace
+    # --- sending it (the only step that acts) -------------------------------------------------
+    def run(self, plan: AzurePlan) -> int:
+        from amldist.backends.azureml.snapshot import materialized
         from amldist.spec.azure_sdk import to_azure
 
-        workspace = require_workspace(
-            os.environ if self.environ is None else self.environ,
-            self.cwd or os.getcwd(),
-            subscription=options.subscription, resource_group=options.resource_group,
-            workspace=options.workspace,
-        )
+        if plan.workspace is None:
+            raise plan.workspace_problem
+        workspace = plan.workspace
         _require_azure(need_identity=self.credential is None)
-        job = self._job(prepared, options)
         print(f"workspace: {workspace.describe()}", file=sys.stderr)
         # azure-ai-ml logs "This is an experimental class" for schemas every job uses;
         # nothing a user can act on.
         logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
-        with code_snapshot(job.code, prepared.base_dir, job.command) as snapshot:
-            for message in snapshot.warnings:
-                _warn(message)
-            if snapshot.path is not None:
-                job.code = snapshot.path
-            entity = to_azure(job, base_dir=prepared.base_dir)
+        for message in plan.warnings:
+            _warn(message)
+        job = copy.deepcopy(plan.job)
+        with materialized(plan.snapshot) as written:
+            if written.path is not None:
+                job.code = written.path
+            entity = to_azure(job, base_dir=plan.base_dir)
             client = self._client(workspace)
             created = _azure_call(lambda: client.jobs.create_or_update(entity), workspace)
         print(f"job: {created.name}")
         print(f"studio: {created.studio_url}")
         sys.stdout.flush()
-        if options.stream:
+        if plan.stream:
             return self._stream(client, created, workspace)
         return 0
-
-    def _job(self, prepared: Prepared, options: SubmitOptions):
-        """A copy of the prepared job (never changed in place), named by ``--name`` if given."""
-        job = copy.deepcopy(prepared.job)
-        if options.name:
-            job.name = options.name
-        return job
 
     def _client(self, workspace):
         from azure.ai.ml import MLClient

@@ -26,8 +26,11 @@ folder is only read:
   mentions ``amldist`` (``python -m amldist.runtime -- ...``), and stays without code
   otherwise (no upload for a job that does not need one).
 
-The snapshot lives under ``tempfile.gettempdir()`` and is removed when the
-``with`` block ends, whether the submission worked or not.
+Two steps, as for the whole backend: :func:`plan_snapshot` only reads the user's folder and
+returns a :class:`SnapshotPlan` (every file the upload will hold, with where it comes from),
+which ``--dry-run`` prints; :func:`materialized` writes exactly those files into a folder under
+``tempfile.gettempdir()`` and removes it when the ``with`` block ends, whether the submission
+worked or not.
 """
 
 from __future__ import annotations
@@ -39,17 +42,24 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import amldist.runtime
-from amldist.backends.runtime_bundle import RUNS_DIR, add_runtime, has_own_amldist
+from amldist.backends.runtime_bundle import RUNS_DIR, has_own_amldist, shim_files, write_file
 
-RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))  # the package the shim comes from
 _REMOTE = re.compile(r"^(azureml:|[a-zA-Z][a-zA-Z0-9+.-]+://|git\+)")
-LOCAL_RUNS_DIR = RUNS_DIR  # where the local backend keeps its run folders
+
+
+@dataclass
+class SnapshotPlan:
+    """What will be uploaded as the job's code; ``name`` None: no snapshot, the job's ``code:`` is kept."""
+
+    name: str | None = None  # the snapshot folder's name (the upload keeps it in the storage path)
+    files: dict[str, str | bytes] = field(default_factory=dict)  # "/"-path -> source file, or bytes to write
+    warnings: list[str] = field(default_factory=list)
+    shim_added: bool = False
 
 
 @dataclass
 class Snapshot:
-    path: str | None  # the folder (or None: keep the job's code as it is)
+    path: str | None  # the folder written (or None: keep the job's code as it is)
     files: list = field(default_factory=list)  # paths relative to the snapshot, "/"-separated
     warnings: list = field(default_factory=list)
     shim_added: bool = False
@@ -66,17 +76,10 @@ def _ignore_file(folder: str):
     return get_ignore_file(folder)
 
 
-def _link_or_copy(source: str, target: str) -> None:
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    real = os.path.realpath(source)
-    try:
-        os.link(real, target)
-    except OSError:
-        shutil.copy2(real, target)
-
-
-def _copy_code_folder(source: str, target: str, files: list) -> None:
+def _code_files(source: str) -> dict[str, str]:
+    """The files azure-ai-ml would upload from the folder ``source``: relative path -> real file."""
     ignore = _ignore_file(source)
+    files: dict[str, str] = {}
     seen_dirs: set[str] = set()
     for root, dirs, names in os.walk(source, followlinks=True):
         real_root = os.path.realpath(root)
@@ -85,67 +88,87 @@ def _copy_code_folder(source: str, target: str, files: list) -> None:
             continue
         seen_dirs.add(real_root)
         if os.path.samefile(root, source):
-            dirs[:] = [d for d in dirs if d != LOCAL_RUNS_DIR]
+            dirs[:] = [d for d in dirs if d != RUNS_DIR]
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(root, name)
             if ignore.is_file_excluded(path) or not os.path.isfile(path):
                 continue
-            relative = os.path.relpath(path, source)
-            _link_or_copy(path, os.path.join(target, relative))
-            files.append(relative.replace(os.sep, "/"))
+            files[os.path.relpath(path, source).replace(os.sep, "/")] = os.path.realpath(path)
     if ignore.exists():  # keep the rules, so the upload applies the same ones to the snapshot
-        name = os.path.basename(str(ignore.path))
-        if not os.path.exists(os.path.join(target, name)):
-            _link_or_copy(str(ignore.path), os.path.join(target, name))
-            files.append(name)
+        files.setdefault(os.path.basename(str(ignore.path)), os.path.realpath(str(ignore.path)))
+    return files
 
 
-def build_snapshot(code: str | None, base_dir: str, command: str | None, workdir: str) -> Snapshot:
-    """Fill ``workdir`` (an empty temporary folder) with the job's snapshot; see the module docstring."""
+def plan_snapshot(code: str | None, base_dir: str, command: str | None) -> SnapshotPlan:
+    """What the job's snapshot will hold (see the module docstring); reads, never writes."""
     if code is None:
         if "amldist" not in (command or ""):
-            return Snapshot(None)
-        target = os.path.join(workdir, "code")
-        os.makedirs(target)
-        return Snapshot(target, files=add_runtime(target), shim_added=True)
+            return SnapshotPlan()
+        return SnapshotPlan("code", dict(shim_files()), shim_added=True)
     if not is_local_code(code):
-        return Snapshot(None, warnings=[
+        return SnapshotPlan(warnings=[
             f"code {code!r} is not a local folder: the amldist runtime shim cannot be added to it "
             "(the job must bring amldist.runtime itself if it uses it)"])
     source = os.path.normpath(os.path.join(base_dir, code))
     if not os.path.exists(source):
-        return Snapshot(None)  # the SDK reports the missing path in its own words
+        return SnapshotPlan()  # the SDK reports the missing path in its own words
     name = os.path.basename(source.rstrip(os.sep)) or "code"
-    # Named like the user's folder: the upload keeps that name in the storage path.
-    target = os.path.join(workdir, name if os.path.isdir(source) else os.path.splitext(name)[0] or "code")
-    snap = Snapshot(target)
     if os.path.isdir(source):
-        _copy_code_folder(source, target, snap.files)
+        snap = SnapshotPlan(name, _code_files(source))
     else:
-        _link_or_copy(source, os.path.join(target, name))
-        snap.files.append(name)
-    if has_own_amldist(target) or has_own_amldist(source):
+        snap = SnapshotPlan(os.path.splitext(name)[0] or "code", {name: os.path.realpath(source)})
+    if has_own_amldist(source) or any(f == "amldist" or f.startswith("amldist/") for f in snap.files):
         snap.warnings.append(
             f"{source} already has an 'amldist' entry: the runtime shim was not added, "
             "the job uses that copy")
         return snap
-    snap.files += add_runtime(target)
+    snap.files.update(shim_files())
     snap.shim_added = True
-    ignore = _ignore_file(target)
-    excluded = [f for f in snap.files if f.startswith("amldist/") and ignore.is_file_excluded(os.path.join(target, f))]
-    if excluded:
-        snap.warnings.append(
-            f"the code folder's ignore file excludes {excluded[0]}: the upload will leave the runtime shim out "
-            "(add '!amldist/' to .amlignore)")
+    if os.path.isdir(source):
+        ignore = _ignore_file(source)
+        excluded = [f for f in snap.files if f.startswith("amldist/")
+                    and ignore.is_file_excluded(os.path.join(source, f))]
+        if excluded:
+            snap.warnings.append(
+                f"the code folder's ignore file excludes {excluded[0]}: the upload will leave the runtime shim "
+                "out (add '!amldist/' to .amlignore)")
     return snap
 
 
+def _link_or_copy(source: str | bytes, target: str) -> None:
+    """Hard-link a file when the folders share a file system (nothing writes to it), else copy it."""
+    if isinstance(source, str):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            os.link(source, target)
+            return
+        except OSError:
+            pass
+    write_file(target, source)
+
+
+def write_snapshot(snap: SnapshotPlan, workdir: str) -> Snapshot:
+    """Write exactly the planned files into ``workdir/<name>``."""
+    if snap.name is None:
+        return Snapshot(None, warnings=list(snap.warnings))
+    target = os.path.join(workdir, snap.name)
+    os.makedirs(target)
+    for relative, source in snap.files.items():
+        _link_or_copy(source, os.path.join(target, *relative.split("/")))
+    return Snapshot(target, list(snap.files), list(snap.warnings), snap.shim_added)
+
+
+def build_snapshot(code: str | None, base_dir: str, command: str | None, workdir: str) -> Snapshot:
+    """Plan the snapshot and write it into ``workdir`` (an empty folder) in one call."""
+    return write_snapshot(plan_snapshot(code, base_dir, command), workdir)
+
+
 @contextmanager
-def code_snapshot(code: str | None, base_dir: str, command: str | None):
-    """``with code_snapshot(job.code, base_dir, job.command) as snap:`` -> :class:`Snapshot`; removed after."""
+def materialized(snap: SnapshotPlan):
+    """``with materialized(plan) as written:`` -> :class:`Snapshot` in a temporary folder, removed after."""
     workdir = tempfile.mkdtemp(prefix="amldist-snapshot-")
     try:
-        yield build_snapshot(code, base_dir, command, workdir)
+        yield write_snapshot(snap, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -36,7 +36,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from amldist.backends import Prepared, SubmitOptions
 from amldist.backends.local import launchers as envs
 from amldist.backends.local.command import literal_text, render
 from amldist.backends.runtime_bundle import has_own_amldist
@@ -44,6 +43,7 @@ from amldist.errors import UserError
 from amldist.spec.booleans import is_optional
 from amldist.spec.overrides import is_path_input
 from amldist.spec.secrets import mask_env
+from amldist.submit.prepared import Prepared, SubmitOptions
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
@@ -79,6 +79,11 @@ class LocalPlan:
     busy_port: int | None = None
     add_runtime: bool = True  # copy amldist/runtime into the snapshot (not when the code has its own amldist)
     notes: list[str] = field(default_factory=list)
+    job_yaml: str = ""  # what the run folder's job.yml holds: the job as run, after overrides
+    # How the run is watched (SubmitOptions, copied so that run() needs the plan alone).
+    grace_seconds: float = 5.0
+    stream: bool = False
+    status_line: bool | None = None
 
     @property
     def code_dir(self) -> str:
@@ -144,7 +149,8 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     timeout = getattr(job.limits, "timeout", None) if job.limits is not None else None
     return LocalPlan(name, run_dir, code_source, command, layout.kind, ranks, processes, outputs,
                      timeout=int(timeout) if timeout else None, removed=removed, busy_port=layout.busy_port,
-                     notes=notes, add_runtime=add_runtime)
+                     notes=notes, add_runtime=add_runtime, job_yaml=job.to_yaml(),
+                     grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line)
 
 
 def launcher_layout(job, file: str) -> envs.Layout:
@@ -295,15 +301,3 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
                      + (" " if own else "") + r.argv[-1])
     lines += [f"note: {n}" for n in p.notes]
     return "\n".join(lines)
-
-
-class LocalBackend:
-    """The ``local`` backend of ``amldist submit`` (see the module docstring)."""
-
-    def dry_run(self, prepared: Prepared, options: SubmitOptions) -> str:
-        return describe(plan(prepared, options))
-
-    def submit(self, prepared: Prepared, options: SubmitOptions) -> int:
-        from amldist.backends.local.supervisor import launch
-
-        return launch(plan(prepared, options), prepared, options)

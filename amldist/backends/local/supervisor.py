@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 
-from amldist.backends import Prepared, SubmitOptions
 from amldist.backends.local.plan import LocalPlan
 from amldist.backends.local.process_groups import stop_sessions
 from amldist.backends.local.code_copy import copy_code
@@ -35,7 +34,7 @@ TAIL_LINES = 20
 POLL_SECONDS = 0.02
 
 
-def prepare_folder(p: LocalPlan, prepared: Prepared) -> None:
+def prepare_folder(p: LocalPlan) -> None:
     """Create the run folder: job.yml, the code snapshot, outputs/ and user_logs/."""
     try:
         os.makedirs(os.path.dirname(p.run_dir), exist_ok=True)
@@ -44,7 +43,7 @@ def prepare_folder(p: LocalPlan, prepared: Prepared) -> None:
         raise UserError(f"a local run named {p.job_name!r} already exists",
                         hint="pass --name NEW, or leave the name out") from None
     with open(os.path.join(p.run_dir, "job.yml"), "w", encoding="utf-8") as fh:
-        fh.write(prepared.job.to_yaml())
+        fh.write(p.job_yaml)
     if p.code_source:
         copy_code(p.code_source, p.code_dir, skip=(os.path.dirname(p.run_dir),))
     else:
@@ -171,31 +170,31 @@ class Supervisor:
         return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
-def launch(p: LocalPlan, prepared: Prepared, options: SubmitOptions, *, out=None, err=None) -> int:
+def launch(p: LocalPlan, *, out=None, err=None) -> int:
     """Create the run folder, run the plan, report; returns the exit code (see the module docstring)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    prepare_folder(p, prepared)
+    prepare_folder(p)
     for note in p.notes:
         print(f"note: {note}", file=err)
     rel_run = os.path.relpath(p.run_dir)
     print(f"job {p.job_name}: {len(p.ranks)} process(es), run folder {rel_run}", file=out, flush=True)
-    status = out.isatty() if options.status_line is None else options.status_line
-    sup = Supervisor(p, grace=options.grace_seconds, status=status, stream=options.stream, out=out)
+    status = out.isatty() if p.status_line is None else p.status_line
+    sup = Supervisor(p, grace=p.grace_seconds, status=status, stream=p.stream, out=out)
     busy = _hold_port(p.busy_port)
     previous = sup.install_signals()
     try:
         sup.start()
         outcome, failed = sup.watch()
         if outcome == "failed":
-            sup.wait_others(options.grace_seconds)
+            sup.wait_others(p.grace_seconds)
     finally:
         sup.stop()  # every process of the run, also after an exception in the loop
         for sig, old in previous.items():
             signal.signal(sig, old)
         if busy is not None:
             busy.close()
-        if options.stream:
+        if p.stream:
             sup.pump(final=True)
         sup.clear_status()
     return _report(sup, outcome, failed, out, err)

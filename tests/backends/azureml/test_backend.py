@@ -10,8 +10,10 @@ import textwrap
 import pytest
 
 import amldist.backends.azureml.backend as azureml
-from amldist.backends import Prepared, SubmitOptions
-from amldist.backends.azureml.snapshot import RUNTIME_DIR
+from amldist.submit.prepared import Prepared, SubmitOptions
+import amldist.runtime
+
+RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))
 from amldist.errors import UserError
 from amldist.spec import load
 from tests.backends.azureml.fake_azure import TENANT, FakeCredential
@@ -67,6 +69,18 @@ def backend():
     return azureml.AzureMLBackend()  # the fake_azure fixture wires the credential and transport in
 
 
+def submit(prepared, options) -> int:
+    """What ``amldist submit`` does: plan, then run exactly that plan."""
+    b = backend()
+    return b.run(b.plan(prepared, options))
+
+
+def dry_run(prepared, options) -> str:
+    """What ``amldist submit --dry-run`` prints."""
+    b = backend()
+    return b.describe(b.plan(prepared, options))
+
+
 def test_submit_sends_the_job_and_the_code_snapshot(fake_azure, tmp_path, capsys, monkeypatch):
     project = tmp_path / "project"
     prepared = make_project(project)
@@ -75,7 +89,7 @@ def test_submit_sends_the_job_and_the_code_snapshot(fake_azure, tmp_path, capsys
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
 
-    code = backend().submit(prepared, SubmitOptions(**WS))
+    code = submit(prepared, SubmitOptions(**WS))
 
     out, err = capsys.readouterr()
     assert code == 0
@@ -120,7 +134,7 @@ def test_submit_sends_the_job_and_the_code_snapshot(fake_azure, tmp_path, capsys
 
 def test_name_option_names_the_job(fake_azure, tmp_path, capsys):
     prepared = make_project(tmp_path)
-    assert backend().submit(prepared, SubmitOptions(name="my-run-7", **WS)) == 0
+    assert submit(prepared, SubmitOptions(name="my-run-7", **WS)) == 0
     (put,) = fake_azure.job_puts()
     assert put.path.endswith("/jobs/my-run-7")
     assert capsys.readouterr().out.startswith("job: my-run-7\n")
@@ -130,7 +144,7 @@ def test_name_option_names_the_job(fake_azure, tmp_path, capsys):
 def test_job_without_code_uploads_nothing(fake_azure, tmp_path, capsys):
     text = JOB.replace("code: src\n", "").replace(
         "python -m amldist.runtime -- python train.py --epochs ${{inputs.epochs}}", "nvidia-smi")
-    assert backend().submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
+    assert submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
     (put,) = fake_azure.job_puts()
     assert "codeId" not in put.json()["properties"]
     assert fake_azure.blobs == {} and fake_azure.codes == {}
@@ -139,7 +153,7 @@ def test_job_without_code_uploads_nothing(fake_azure, tmp_path, capsys):
 
 def test_job_without_code_that_runs_the_runtime_gets_it_uploaded(fake_azure, tmp_path, capsys):
     text = JOB.replace("code: src\n", "")
-    assert backend().submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
+    assert submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
     uploaded = fake_azure.uploaded_code()
     assert sorted(p for p in uploaded if not p.startswith("amldist/runtime/")) == ["amldist/__init__.py"]
     assert "amldist/runtime/__init__.py" in uploaded
@@ -150,7 +164,7 @@ def test_job_without_code_that_runs_the_runtime_gets_it_uploaded(fake_azure, tmp
 def test_inline_environment_is_registered_then_referenced(fake_azure, tmp_path, capsys):
     text = JOB.replace("environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest\n",
                        "environment:\n  image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04\n")
-    assert backend().submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
+    assert submit(make_project(tmp_path, text), SubmitOptions(**WS)) == 0
     (env_put,) = fake_azure.find("PUT", r"/environments/[^/]+/versions/[^/]+$")
     assert env_put.json()["properties"]["image"] == "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04"
     (put,) = fake_azure.job_puts()
@@ -159,7 +173,7 @@ def test_inline_environment_is_registered_then_referenced(fake_azure, tmp_path, 
 
 def test_stream_follows_the_logs_until_the_job_completes(fake_azure, tmp_path, capsys):
     fake_azure.run_log = "rank 0: step 10 loss 0.25\n"
-    assert backend().submit(make_project(tmp_path), SubmitOptions(stream=True, **WS)) == 0
+    assert submit(make_project(tmp_path), SubmitOptions(stream=True, **WS)) == 0
     out = capsys.readouterr().out
     assert "rank 0: step 10 loss 0.25" in out
     assert "Execution Summary" in out
@@ -169,7 +183,7 @@ def test_stream_follows_the_logs_until_the_job_completes(fake_azure, tmp_path, c
 def test_stream_of_a_failing_job_exits_1_with_the_service_error(fake_azure, tmp_path, capsys):
     fake_azure.run_statuses = ("Running", "Failed")
     with pytest.raises(UserError) as caught:
-        backend().submit(make_project(tmp_path), SubmitOptions(stream=True, **WS))
+        submit(make_project(tmp_path), SubmitOptions(stream=True, **WS))
     assert caught.value.exit_code == 1
     assert "rank 1 exited with code 3" in caught.value.message
     assert "ml.azure.com/runs/" in caught.value.hint
@@ -184,7 +198,7 @@ def test_ctrl_c_while_streaming_leaves_the_job_running(fake_azure, tmp_path, cap
         return original(rec)
 
     monkeypatch.setattr(fake_azure, "_data_plane", interrupt_on_poll)
-    assert backend().submit(make_project(tmp_path), SubmitOptions(stream=True, **WS)) == 130
+    assert submit(make_project(tmp_path), SubmitOptions(stream=True, **WS)) == 130
     err = capsys.readouterr().err
     assert "keeps running" in err and "ml.azure.com/runs/" in err
 
@@ -202,7 +216,7 @@ def test_no_token_is_exit_2_with_sign_in_hint(fake_azure, tmp_path, monkeypatch)
     monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(
         credential=NoToken(), client_kwargs={"transport": fake_azure}))
     with pytest.raises(UserError) as caught:
-        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+        submit(make_project(tmp_path), SubmitOptions(**WS))
     assert caught.value.exit_code == 2
     assert "DefaultAzureCredential failed to retrieve a token." in caught.value.message
     assert "az login" in caught.value.hint
@@ -222,7 +236,7 @@ def test_credentials_come_from_default_azure_credential(fake_azure, tmp_path, mo
     monkeypatch.setattr(azure.identity, "DefaultAzureCredential", RecordingDefault)
     real_class = azureml.AzureMLBackend.func
     monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(client_kwargs={"transport": fake_azure}))
-    assert backend().submit(make_project(tmp_path), SubmitOptions(**WS)) == 0
+    assert submit(make_project(tmp_path), SubmitOptions(**WS)) == 0
     assert len(made) == 1 and made[0].calls > 0
     (put,) = fake_azure.job_puts()
     assert put.headers["Authorization"] == f"Bearer {FakeCredential.token}"
@@ -238,7 +252,7 @@ def test_service_refusal_is_one_line_with_status_and_message(fake_azure, tmp_pat
 
     monkeypatch.setattr(fake_azure, "_arm", refuse_jobs)
     with pytest.raises(UserError) as caught:
-        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+        submit(make_project(tmp_path), SubmitOptions(**WS))
     assert caught.value.exit_code == 1
     assert caught.value.message == "Azure ML refused the request (400 UserError): Compute gpu-cluster not found."
 
@@ -260,7 +274,7 @@ def test_unreachable_azure_is_one_line_exit_1(fake_azure, tmp_path, monkeypatch)
     monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(  # no retries: keep the test fast
         credential=fake_azure.credential, client_kwargs={"transport": fake_azure, "retry_total": 0}))
     with pytest.raises(UserError) as caught:
-        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+        submit(make_project(tmp_path), SubmitOptions(**WS))
     assert caught.value.exit_code == 1
     assert caught.value.message == "cannot reach Azure: Failed to establish a new connection: [Errno -3] Temporary failure"
     assert "network" in caught.value.hint
@@ -269,7 +283,7 @@ def test_unreachable_azure_is_one_line_exit_1(fake_azure, tmp_path, monkeypatch)
 
 def test_no_workspace_is_exit_2_and_sends_nothing(fake_azure, tmp_path):
     with pytest.raises(UserError) as caught:
-        backend().submit(make_project(tmp_path), SubmitOptions())
+        submit(make_project(tmp_path), SubmitOptions())
     assert caught.value.exit_code == 2
     assert "--local" in caught.value.hint and "--workspace" in caught.value.hint
     assert fake_azure.requests == [] and fake_azure.credential.calls == 0
@@ -280,13 +294,13 @@ def test_workspace_from_config_json_in_the_current_folder(fake_azure, tmp_path, 
     (tmp_path / "work" / ".azureml" / "config.json").write_text(json.dumps(
         {"subscription_id": fake_azure.subscription, "resource_group": "rg", "workspace_name": "ws"}))
     os.chdir(tmp_path / "work")
-    assert backend().submit(make_project(tmp_path / "p"), SubmitOptions()) == 0
+    assert submit(make_project(tmp_path / "p"), SubmitOptions()) == 0
     assert len(fake_azure.job_puts()) == 1
 
 
 def test_dry_run_prints_the_rest_body_with_secrets_masked_and_sends_nothing(fake_azure, tmp_path):
-    text = backend().dry_run(make_project(tmp_path), SubmitOptions(name="dry-1"))
-    body = json.loads(text)
+    text = dry_run(make_project(tmp_path), SubmitOptions(name="dry-1"))
+    body = json.loads(text)["request"]["body"]
     props = body["properties"]
     assert props["environmentVariables"] == {"NCCL_DEBUG": "INFO", "HF_TOKEN": "***"}
     assert props["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 4}
@@ -299,8 +313,8 @@ def test_dry_run_prints_the_rest_body_with_secrets_masked_and_sends_nothing(fake
 def test_the_put_body_matches_the_dry_run_body(fake_azure, tmp_path, capsys):
     """What --dry-run shows is what is sent, apart from the ids resolved in the workspace."""
     prepared = make_project(tmp_path)
-    dry = json.loads(backend().dry_run(prepared, SubmitOptions(name="same")))["properties"]
-    backend().submit(prepared, SubmitOptions(name="same", **WS))
+    dry = json.loads(dry_run(prepared, SubmitOptions(name="same")))["request"]["body"]["properties"]
+    submit(prepared, SubmitOptions(name="same", **WS))
     sent = fake_azure.job_puts()[0].json()["properties"]
     resolved = {"codeId", "computeId", "environmentId", "environmentVariables"}
     assert {k: v for k, v in dry.items() if k not in resolved} == \
@@ -328,6 +342,6 @@ def test_missing_azure_packages_are_a_user_error(fake_azure, tmp_path, monkeypat
     real_class = azureml.AzureMLBackend.func
     monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class())  # no injected credential
     with pytest.raises(UserError) as caught:
-        backend().submit(make_project(tmp_path), SubmitOptions(**WS))
+        submit(make_project(tmp_path), SubmitOptions(**WS))
     assert "azure-identity" in caught.value.message and "amldist[azure]" in caught.value.hint
     assert fake_azure.requests == []

@@ -124,8 +124,12 @@ def test_no_workspace_exits_2_naming_both_ways_forward(fake_azure, project, cli)
 def test_dry_run_prints_the_masked_rest_body_and_sends_nothing(fake_azure, project, cli):
     code, out, err = cli("submit", "job.yml", "--dry-run")
     assert code == 0, err
-    body = json.loads(out)
+    shown = json.loads(out)
+    body = shown["request"]["body"]
     assert body["properties"]["environmentVariables"] == {"WANDB_API_KEY": "***"}
+    # the body names what will be uploaded (the snapshot with the runtime), not the local folder
+    assert body["properties"]["codeId"].startswith("<uploaded at submit:")
+    assert "amldist/runtime/__init__.py" in shown["code_snapshot"]["files"]
     assert body["properties"]["distribution"]["distributionType"] == "PyTorch"
     assert "abc123secret" not in out + err
     assert fake_azure.requests == [] and fake_azure.credential.calls == 0

@@ -11,7 +11,10 @@ import tempfile
 
 import pytest
 
-from amldist.backends.azureml.snapshot import RUNTIME_DIR, build_snapshot, code_snapshot
+import amldist.runtime
+from amldist.backends.azureml.snapshot import build_snapshot, materialized, plan_snapshot
+
+RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))  # the package the shim comes from
 
 RUNTIME_FILES = sorted(
     f"amldist/runtime/{os.path.relpath(os.path.join(root, name), RUNTIME_DIR).replace(os.sep, '/')}"
@@ -81,7 +84,7 @@ def test_gitignore_is_used_when_there_is_no_amlignore(tmp_path, code):
 
 def test_runtime_is_importable_and_runnable_from_the_snapshot(tmp_path, code):
     """In the container the job starts in the snapshot: python -m amldist.runtime must work there."""
-    with code_snapshot("src", str(tmp_path), None) as snap:
+    with materialized(plan_snapshot("src", str(tmp_path), None)) as snap:
         env = {"PATH": os.environ.get("PATH", ""), "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1",
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "6105"}
         where = subprocess.run(
@@ -100,7 +103,7 @@ def test_runtime_is_importable_and_runnable_from_the_snapshot(tmp_path, code):
 
 def test_snapshot_is_removed_even_when_the_submission_fails(tmp_path, code):
     with pytest.raises(RuntimeError):
-        with code_snapshot("src", str(tmp_path), None) as snap:
+        with materialized(plan_snapshot("src", str(tmp_path), None)) as snap:
             assert os.path.isdir(snap.path)
             raise RuntimeError("upload failed")
     assert not os.path.exists(os.path.dirname(snap.path))
@@ -166,7 +169,7 @@ def test_snapshots_live_in_the_temporary_folder(tmp_path, code, monkeypatch):
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    with code_snapshot("src", str(tmp_path), None) as snap:
+    with materialized(plan_snapshot("src", str(tmp_path), None)) as snap:
         assert snap.path.startswith(str(temp))
     assert os.listdir(temp) == []
 

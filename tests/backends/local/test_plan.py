@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from amldist.backends import Prepared, SubmitOptions
+from amldist.submit.prepared import Prepared, SubmitOptions
 from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
 from amldist.spec import loads

@@ -1,0 +1,46 @@
+"""What ``amldist submit`` hands a backend: the prepared job and the options it was given.
+
+:class:`Prepared` is the output of :func:`amldist.submit.prepare.prepare` (loaded once, overrides
+applied, validated once, a typed command job); :class:`SubmitOptions` is everything the command
+line said that is not about the job itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amldist.spec import CommandJob
+
+
+@dataclass
+class SubmitOptions:
+    """Everything ``amldist submit`` parsed, independent of the backend.
+
+    Fields a backend does not use are ignored by it (the Azure backend ignores the
+    local ones and vice versa).
+    """
+
+    dry_run: bool = False
+    stream: bool = False
+    name: str | None = None  # --name: the job name; None lets the backend choose one
+    # Azure ML workspace flags; None means "not given" (the backend falls back to the
+    # environment variables and config.json, as azure-ai-ml does).
+    workspace: str | None = None
+    resource_group: str | None = None
+    subscription: str | None = None
+    # Local backend only.
+    run_root: str = ".amldist/runs"  # run folders live under it, relative to the current directory
+    grace_seconds: float = 5.0  # after one rank fails, how long the others get before SIGTERM
+    status_line: bool | None = None  # None: a live status line only when stdout is a terminal
+
+
+@dataclass
+class Prepared:
+    """A job after overrides, conversion and validation: ready for a backend."""
+
+    job: CommandJob  # amldist.spec model; never a component or legacy spec at this point
+    source: str  # the YAML file it came from (as given on the command line)
+    base_dir: str  # absolute folder that relative paths (code:, input paths) resolve against
+    warnings: list = field(default_factory=list)  # validator Diagnostics of severity warning/note
