@@ -108,7 +108,7 @@ def detection_cost(calls: int = 2000) -> float:
     """Seconds per detect() + export of one rank's variables: the work init_distributed() adds."""
     sys.path.insert(0, str(ROOT))
     from amldist.runtime import detect
-    from amldist.runtime._init import child_env
+    from amldist.runtime.process_group import child_env
 
     environ = dict(RANK="1", LOCAL_RANK="1", WORLD_SIZE="4", LOCAL_WORLD_SIZE="4", NODE_RANK="0",
                    MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")

@@ -14,31 +14,34 @@ and writes nothing; ``init_distributed()`` exports RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR and MASTER_PORT (never NCCL_* or UCX_*), sets the CUDA
 device from the local rank, and calls ``init_process_group(init_method="env://")`` once.
 AMLDIST_DEBUG=1 prints GPU/NCCL diagnostics on rank 0. Every malformed or contradictory
-environment raises ``DistEnvError`` (a ValueError) whose message names the variables.
+environment raises ``DistEnvError`` (a ValueError) whose one-line message names the variables,
+and nothing else: no other exception, no hang, bounded memory, whatever the values (numbers
+are at most 2**31-1, Slurm lists are read without expanding them and name at most
+``slurm_lists.MAX_HOSTS`` nodes, TF_CONFIG nested too deep is refused, quoted values are cut).
 
-Detection order (first match wins), and why:
+Modules (all public; none imports another's private name):
 
-1. torchrun / torch.distributed.launch (TORCHELASTIC_RUN_ID): torchrun spawned this process
-   itself, so its variables describe this worker; MPI or Slurm variables beside them were
-   inherited from whatever started torchrun's agent and are ignored.
-2. Open MPI (OMPI_COMM_WORLD_*), then MVAPICH (MV2_COMM_WORLD_*), then Intel MPI / MPICH
-   (PMI_RANK or PMIX_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS): Open MPI first because
-   Azure ML's MPI images use it (it also sets PMIX_RANK); the MPI-specific names before PMI_*,
-   which several MPIs share. node_rank = rank // local size (never OMPI_COMM_WORLD_NODE_RANK,
-   which is not the node index).
-3. Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES,
-   SLURM_TASKS_PER_NODE or SLURM_NTASKS_PER_NODE, SLURM_NODELIST): after MPI because an mpirun
-   inside a Slurm allocation is what started the ranks. Run one task per rank with ``srun``: a
-   batch script itself looks like rank 0 of the whole allocation.
-4. TF_CONFIG (Azure ML ``distribution: tensorflow``): rank = place among chief then workers;
-   last of these, because it is the weakest sign of a torch world.
-5. RANK and WORLD_SIZE alone (Azure ML ``distribution: pytorch``, Kubeflow, by hand): what
-   env:// reads. LOCAL_WORLD_SIZE, which Azure ML does not set, comes from AZUREML_NODE_COUNT
-   or, on later nodes, from the node rank; otherwise one node is assumed.
-6. Nothing: a world of one.
+- ``dist_env``: DistEnv and DistEnvError;
+- ``env_reader``: EnvReader and the bounded parsers for numbers, hosts and "host:port";
+- ``launcher``: the launcher protocol, a small abstract base (``name``, static ``detect(environ)``,
+  ``read(reader)``), as Lightning fabric's ``plugins/environments/`` have;
+- one module per launcher: ``torchelastic`` (torchrun), ``mpi`` (Open MPI, MVAPICH, Intel MPI /
+  MPICH), ``slurm`` (with ``slurm_lists`` for its compressed host and task lists), ``tfconfig``,
+  ``torch_vars`` (RANK and WORLD_SIZE alone), ``world_of_one``;
+- ``detection``: ``LAUNCHERS``, the detection order in one commented list (torchrun, the MPIs,
+  Slurm, TF_CONFIG, RANK/WORLD_SIZE, a world of one; first match wins), and ``detect()``;
+- ``process_group``: ``init_distributed()`` and ``destroy()``; ``diagnostics``: AMLDIST_DEBUG;
+  ``__main__``: ``python -m amldist.runtime``.
 
-When RANK, WORLD_SIZE, LOCAL_RANK or LOCAL_WORLD_SIZE are set beside a launcher of 2-4 (two
-launchers stacked, or a helper that copied them), they must agree with it, or DistEnvError:
+Details by launcher: node_rank under MPI is rank // local size (never OMPI_COMM_WORLD_NODE_RANK,
+which is not the node index); under Slurm run one task per rank with ``srun`` (a batch script
+itself looks like rank 0 of the whole allocation); under TF_CONFIG the rank is the place among
+chief then workers; with RANK and WORLD_SIZE alone, LOCAL_WORLD_SIZE, which Azure ML does not
+set, comes from AZUREML_NODE_COUNT or, on later nodes, from the node rank; otherwise one node
+is assumed.
+
+When RANK, WORLD_SIZE, LOCAL_RANK or LOCAL_WORLD_SIZE are set beside MPI, Slurm or TF_CONFIG
+(two launchers stacked, or a helper that copied them), they must agree with it, or DistEnvError:
 disagreeing launchers make ranks pick wrong GPUs and peers and the job hangs. When they agree,
 the launcher's own view is used, since it also knows the node layout.
 
@@ -48,7 +51,7 @@ MASTER_ADDR (or its alias MASTER_IP) and MASTER_PORT win whenever they are set. 
   Azure Batch and is never used) and port 6105, Azure ML's documented value;
 - MPI on one node: AZ_BATCHAI_MPI_MASTER_NODE, or 127.0.0.1 where a compute lacks it, and port
   54965, Azure ML's documented single-node value;
-- Slurm: the first host of the expanded node list, port 29500;
+- Slurm: the first host of the node list, port 29500;
 - TF_CONFIG: the first chief/worker's host and port (the port TF_CONFIG gives that task for
   its own server, and that task is rank 0, the one that listens), 29500 if it has none;
 - torchrun: its own values; RANK/WORLD_SIZE alone: port 29500 (torch's default), and
@@ -69,9 +72,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._detect import detect
-from ._env import DistEnv, DistEnvError
-from ._init import destroy, init_distributed
+from .detection import detect
+from .dist_env import DistEnv, DistEnvError
+from .process_group import destroy, init_distributed
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 

@@ -1,15 +1,22 @@
-"""``python -m amldist.runtime --print`` and ``python -m amldist.runtime [--debug] -- CMD ARGS...``."""
+"""``python -m amldist.runtime --print`` and ``python -m amldist.runtime [--debug] -- CMD ARGS...``.
+
+Exit status: 0, or 2 with one ``amldist.runtime: error: ...`` line for a bad command line or
+environment, or 127 when CMD cannot be started. SIGPIPE is restored to the default Python
+replaces: ``--print | head -c1`` then ends quietly as ``cat`` would, and CMD starts with the
+signal dispositions a shell would give it.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 
-from . import _diagnostics
-from ._detect import detect
-from ._env import DistEnvError
-from ._init import child_env
+from . import diagnostics
+from .detection import detect
+from .dist_env import DistEnvError
+from .process_group import child_env
 
 USAGE = """\
 usage: python -m amldist.runtime --print
@@ -40,14 +47,20 @@ def main(argv: list[str] | None = None) -> int:
         # A user's environment, not a bug here: one line, no traceback.
         print(f"amldist.runtime: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
-    reported = _diagnostics.report(env, os.environ, flag=True if "--debug" in options else None)
+    reported = diagnostics.report(env, os.environ, flag=True if "--debug" in options else None)
     if "--print" in options:
-        print(json.dumps(env.as_dict()), flush=True)
+        try:
+            print(json.dumps(env.as_dict()), flush=True)
+        except BrokenPipeError:
+            # The reader left (``| head -c1``) where SIGPIPE is ignored (main() called in-process):
+            # nothing more to say; stdout goes to devnull so the interpreter's last flush is quiet.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     if command is None:
         return 0
     environ = child_env(env, os.environ)
     if reported:
-        environ[_diagnostics.REPORTED_VAR] = str(os.getpid())
+        environ[diagnostics.REPORTED_VAR] = str(os.getpid())
     try:
         os.execvpe(command[0], command, environ)
     except OSError as err:
@@ -55,5 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         return 127
 
 
+def restore_default_signals() -> None:
+    """Python ignores SIGPIPE and SIGXFSZ, and an exec'd program inherits ignored signals: put
+    back the defaults a shell would, so a pipe that closes ends this process (and CMD) quietly."""
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 if __name__ == "__main__":
+    restore_default_signals()
     sys.exit(main())

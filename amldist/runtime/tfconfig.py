@@ -1,18 +1,23 @@
 """TF_CONFIG, set by Azure ML's ``distribution: tensorflow``: a JSON cluster of "host:port"
 lists per task type and this task's type and index. The torch world is the chief (if any)
-followed by the workers; parameter servers and evaluators are not part of it."""
+followed by the workers; parameter servers and evaluators are not part of it.
+
+Bounded: JSON nested too deep for the parser (RecursionError), numbers past Python's int
+conversion limit and indexes over MAX_INT are DistEnvError like any other malformed value."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 
-from ._env import DEFAULT_PORT, DistEnv, DistEnvError, EnvReader, split_host_port
+from .dist_env import DistEnv, DistEnvError
+from .env_reader import DEFAULT_PORT, MAX_INT, EnvReader, quote, split_host_port
+from .launcher import Launcher
 
 _WORLD_TYPES = ("chief", "worker")
 
 
-class TfConfig:
+class TfConfig(Launcher):
     name = "tf_config"
 
     @staticmethod
@@ -26,11 +31,11 @@ class TfConfig:
         places = [(kind, i) for kind, i, _ in members]
         if (task_type, index) not in places:
             raise DistEnvError(
-                f"TF_CONFIG task {task_type!r} {index} is not among the cluster's {' and '.join(_WORLD_TYPES)} "
+                f"TF_CONFIG task {quote(task_type)} {index} is not among the cluster's {' and '.join(_WORLD_TYPES)} "
                 "tasks, so it has no torch rank (parameter servers and evaluators have none)"
             )
         rank = r.derived("rank", places.index((task_type, index)), "TF_CONFIG task")
-        hosts = [split_host_port(address) for _, _, address in members]
+        hosts = [split_host_port(address, "TF_CONFIG") for _, _, address in members]
         my_host = hosts[rank][0]
         node_hosts = list(dict.fromkeys(host for host, _ in hosts))  # unique, in order of first rank
         # Tasks that share a host share a node: count this task's place among them.
@@ -53,8 +58,10 @@ class TfConfig:
 def _parse(raw: str) -> tuple[dict, str, int]:
     try:
         config = json.loads(raw)
-    except ValueError as err:
-        raise DistEnvError(f"TF_CONFIG is not valid JSON: {err}") from None
+    except RecursionError:
+        raise DistEnvError("TF_CONFIG is not valid JSON: nested too deep") from None
+    except ValueError as err:  # also a number past Python's 4,300-digit int conversion limit
+        raise DistEnvError(f"TF_CONFIG is not valid JSON: {' '.join(str(err).split())}") from None
     cluster = config.get("cluster") if isinstance(config, dict) else None
     task = config.get("task") if isinstance(config, dict) else None
     if not isinstance(cluster, dict) or not isinstance(task, dict):
@@ -64,6 +71,7 @@ def _parse(raw: str) -> tuple[dict, str, int]:
         if not isinstance(addresses, list) or not all(isinstance(a, str) and a for a in addresses):
             raise DistEnvError(f'TF_CONFIG cluster "{kind}" must be a list of "host:port" strings')
     task_type, index = task.get("type"), task.get("index", 0)
-    if not isinstance(task_type, str) or not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        raise DistEnvError('TF_CONFIG task must have a string "type" and a non-negative integer "index"')
+    valid_index = isinstance(index, int) and not isinstance(index, bool) and 0 <= index <= MAX_INT
+    if not isinstance(task_type, str) or not valid_index:
+        raise DistEnvError(f'TF_CONFIG task must have a string "type" and an integer "index" from 0 to {MAX_INT}')
     return cluster, task_type, index

@@ -71,11 +71,13 @@ def clean_os_environ():
 @pytest.fixture(autouse=True)
 def _fresh_runtime_state():
     """init_distributed() and the diagnostics remember things per process; tests start afresh."""
-    from amldist.runtime import _diagnostics, _init
+    from amldist.runtime import destroy, diagnostics
 
-    _init._current, _diagnostics._reported = None, False
+    destroy()
+    diagnostics.reset()
     yield
-    _init._current, _diagnostics._reported = None, False
+    destroy()
+    diagnostics.reset()
 
 
 @pytest.fixture

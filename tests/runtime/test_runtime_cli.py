@@ -74,7 +74,7 @@ def test_exec_mode_runs_the_command_with_mapped_variables(base_env):
 
 
 def test_exec_mode_debug_report_is_not_repeated_by_the_script(base_env):
-    script = "from amldist.runtime import _diagnostics, detect; import os; _diagnostics.report(detect(), os.environ)"
+    script = "from amldist.runtime import diagnostics, detect; import os; diagnostics.report(detect(), os.environ)"
     result = run_module(["--", sys.executable, "-c", script], dict(base_env, AMLDIST_DEBUG="1"))
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("visible GPUs:") == 1

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from amldist.runtime import DistEnv
-from amldist.runtime._diagnostics import diagnose, report, visible_gpu_count, wanted
+from amldist.runtime.diagnostics import diagnose, report, visible_gpu_count, wanted
 
 RANK0_OF_8 = DistEnv("openmpi", 0, 0, 8, 4, 0, 2, "10.0.0.4", 6105)
 

@@ -12,7 +12,7 @@ import types
 import pytest
 
 from amldist.runtime import DistEnvError, destroy, init_distributed
-from amldist.runtime._init import choose_backend, cuda_device_index, init_kwargs
+from amldist.runtime.process_group import choose_backend, cuda_device_index, init_kwargs
 
 OMPI_RANK_2_OF_4 = dict(OMPI_COMM_WORLD_RANK="2", OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_LOCAL_RANK="2",
                         OMPI_COMM_WORLD_LOCAL_SIZE="4", AZ_BATCHAI_MPI_MASTER_NODE="10.0.0.7")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from amldist.runtime import DistEnvError
-from amldist.runtime.slurm import expand_counts, expand_hostlist
+from amldist.runtime.slurm_lists import expand_counts, expand_hostlist
 
 
 @pytest.mark.parametrize("text, hosts", [

@@ -1,53 +1,76 @@
-"""DistEnv (what one process learns about its place in the world), its error, and the reader
-that turns environment variables into a checked DistEnv while remembering which variable fed
-which field, so that every error can name the variables involved."""
+"""EnvReader turns environment variables into a checked DistEnv while remembering which variable
+fed which field, so that every error can name the variables involved; and the bounded parsers
+every launcher uses for numbers, host names and "host:port" values.
+
+Bounds, so that no value (a 5,000-digit number, a megabyte of text, a NUL, a lone surrogate) can
+end in anything but one DistEnvError line: integers have at most ``MAX_INT`` (what torch's C++
+keeps ranks and sizes in), so Python's 4,300-digit int conversion limit is never reached; quoted
+values are cut to ``QUOTE_CHARS``; a host must be printable text without blanks, at most
+``MAX_HOST_CHARS`` long, so it can be exported and resolved.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
+
+from .dist_env import DistEnv, DistEnvError
 
 # Used only where no launcher or variable says otherwise; torch's own documented default, so a
 # world of one and hand-started jobs behave as with plain ``torchrun``.
 DEFAULT_PORT = 29500
+# torch keeps ranks and world sizes in a C int; nothing a launcher sets is larger.
+MAX_INT = 2**31 - 1
+QUOTE_CHARS = 60
+MAX_HOST_CHARS = 255  # DNS names stop at 253; IPv6 literals are shorter
 
 _VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*")
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "²" or fullwidth digits
 
 
-class DistEnvError(ValueError):
-    """The environment is missing, malformed or contradictory; the message names the variables."""
+def quote(value: str) -> str:
+    """``repr(value)``, cut to QUOTE_CHARS characters, so that an error line stays a line."""
+    if len(value) <= QUOTE_CHARS:
+        return repr(value)
+    return f"{value[:QUOTE_CHARS]!r}... ({len(value)} characters)"
 
 
-@dataclasses.dataclass(frozen=True)
-class DistEnv:
-    """One process's place in a distributed world, as a launcher described it."""
+def small_int(text: str) -> int | None:
+    """``text`` as an integer in 0..MAX_INT, or None when it is not ASCII digits or is larger.
+    Checks the length before converting, so a huge value costs nothing."""
+    if not _DIGITS.fullmatch(text):
+        return None
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_INT)):
+        return None
+    value = int(digits)
+    return value if value <= MAX_INT else None
 
-    launcher: str
-    rank: int
-    local_rank: int
-    world_size: int
-    local_world_size: int
-    node_rank: int
-    num_nodes: int
-    master_addr: str
-    master_port: int
 
-    def as_dict(self) -> dict:
-        """Every field by name, in declaration order (the JSON that ``--print`` shows)."""
-        return dataclasses.asdict(self)
+def parse_int(name: str, raw: str) -> int:
+    value = small_int(raw.strip())
+    if value is None:  # rejects "-1", "1.0", "4(x2)", "²" and 10**5000
+        raise DistEnvError(f"{name}={quote(raw)} is not a non-negative integer up to {MAX_INT}")
+    return value
 
-    def to_env(self) -> dict[str, str]:
-        """The variables ``init_process_group(init_method="env://")`` and most scripts read."""
-        return {
-            "RANK": str(self.rank),
-            "WORLD_SIZE": str(self.world_size),
-            "LOCAL_RANK": str(self.local_rank),
-            "LOCAL_WORLD_SIZE": str(self.local_world_size),
-            "NODE_RANK": str(self.node_rank),
-            "MASTER_ADDR": self.master_addr,
-            "MASTER_PORT": str(self.master_port),
-        }
+
+def is_host(text: str) -> bool:
+    """A host name or address that can be exported and resolved: printable, no blanks, not too long."""
+    return 0 < len(text) <= MAX_HOST_CHARS and text.isprintable() and not any(c.isspace() for c in text)
+
+
+def split_host_port(address: str, name: str) -> tuple[str, int | None]:
+    """``"10.0.0.4:6000"`` -> ``("10.0.0.4", 6000)``; an address without a numeric port keeps
+    its whole text as the host: ``("node0", None)``. A port past 65535 is left for ``build`` to
+    refuse; one past MAX_INT is refused here, naming ``name``, the value's source."""
+    address = address.strip()
+    host, sep, port = address.rpartition(":")
+    if not (sep and _DIGITS.fullmatch(port)):
+        return address, None
+    number = small_int(port)
+    if number is None:
+        raise DistEnvError(f"{name}: {quote(address)} has a port that is not a TCP port (1-65535)")
+    return host, number
 
 
 class EnvReader:
@@ -92,16 +115,21 @@ class EnvReader:
 
     def master_addr(self, default: str | None, default_source: str = "default", missing: str = "") -> str:
         """MASTER_ADDR (or its alias MASTER_IP) when set, else the launcher's default; with
-        neither, DistEnvError(``missing``)."""
+        neither, DistEnvError(``missing``). Whichever it is must be a host (``is_host``)."""
         addr, ip = self.environ.get("MASTER_ADDR", "").strip(), self.environ.get("MASTER_IP", "").strip()
         if addr and ip and addr != ip:
-            raise DistEnvError(f"MASTER_ADDR={addr!r} and MASTER_IP={ip!r} disagree; unset one of them")
+            raise DistEnvError(f"MASTER_ADDR={quote(addr)} and MASTER_IP={quote(ip)} disagree; unset one of them")
         if addr or ip:
-            self.sources["master_addr"] = "MASTER_ADDR" if addr else "MASTER_IP"
-            return addr or ip
-        if not default:
+            source, value = ("MASTER_ADDR", addr) if addr else ("MASTER_IP", ip)
+        elif default:
+            source, value = default_source, default
+        else:
             raise DistEnvError(missing or "MASTER_ADDR (or MASTER_IP) must be set")
-        return self.derived("master_addr", default, default_source)
+        if not is_host(value):
+            where = source if _VARIABLE.fullmatch(source) else f"the master address from {source}"
+            raise DistEnvError(f"{where}={quote(value)} is not a host name or address (printable, no blanks, "
+                               f"at most {MAX_HOST_CHARS} characters)")
+        return self.derived("master_addr", value, source)
 
     def master_port(self, default: int) -> int:
         """MASTER_PORT when set, else the launcher's default."""
@@ -129,25 +157,10 @@ class EnvReader:
         for index, size in (("rank", "world_size"), ("local_rank", "local_world_size"), ("node_rank", "num_nodes")):
             if getattr(env, index) >= getattr(env, size):
                 raise DistEnvError(f"{src(index)} must be less than {src(size)}")
-        if env.local_world_size > env.world_size:
-            raise DistEnvError(f"{src('local_world_size')} must not exceed {src('world_size')}")
+        # Every node runs at least one process, so neither count can exceed the world.
+        for size in ("local_world_size", "num_nodes"):
+            if getattr(env, size) > env.world_size:
+                raise DistEnvError(f"{src(size)} must not exceed {src('world_size')}")
         if not 0 < env.master_port < 65536:
             raise DistEnvError(f"{src('master_port')} is not a TCP port (1-65535)")
         return env
-
-
-def split_host_port(address: str) -> tuple[str, int | None]:
-    """``"10.0.0.4:6000"`` -> ``("10.0.0.4", 6000)``; an address without a numeric port keeps
-    its whole text as the host: ``("node0", None)``."""
-    address = address.strip()
-    host, sep, port = address.rpartition(":")
-    if sep and port.isascii() and port.isdigit():
-        return host, int(port)
-    return address, None
-
-
-def parse_int(name: str, raw: str) -> int:
-    text = raw.strip()
-    if not (text.isascii() and text.isdigit()):  # rejects "-1", "1.0", "4(x2)" and "²"
-        raise DistEnvError(f"{name}={raw!r} is not a non-negative integer")
-    return int(text)

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from ._env import DistEnv
+from .dist_env import DistEnv
 
 DEBUG_VAR = "AMLDIST_DEBUG"
 SHOWN_VARS = ("NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "UCX_TLS")
@@ -19,6 +19,20 @@ PREFIX = "amldist.runtime:"
 REPORTED_VAR = "AMLDIST_DEBUG_REPORTED_PID"
 
 _reported = False
+
+
+def reset() -> None:
+    """Forget that this process printed the report (for tests, and a process that forms a second world)."""
+    global _reported
+    _reported = False
+
+
+def shown(value: str | None) -> str:
+    """A variable's value as one line: non-printable characters escaped, long values cut."""
+    if value is None:
+        return "<unset>"
+    text = value if value.isprintable() else ascii(value)[1:-1]
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(value)} characters)"
 
 
 def wanted(environ: Mapping[str, str], flag: bool | None = None) -> bool:
@@ -32,10 +46,10 @@ def diagnose(env: DistEnv, environ: Mapping[str, str], gpu_count: int, infiniban
     lines = [
         (f"launcher={env.launcher} rank={env.rank}/{env.world_size} local_rank={env.local_rank}/"
          f"{env.local_world_size} node={env.node_rank}/{env.num_nodes} master={env.master_addr}:{env.master_port}"),
-        f"visible GPUs: {gpu_count} (CUDA_VISIBLE_DEVICES={environ.get('CUDA_VISIBLE_DEVICES', '<unset>')})",
+        f"visible GPUs: {gpu_count} (CUDA_VISIBLE_DEVICES={shown(environ.get('CUDA_VISIBLE_DEVICES'))})",
         f"/dev/infiniband: {'present' if infiniband else 'absent'}",
     ]
-    lines += [f"{var}={environ.get(var, '<unset>')}" for var in SHOWN_VARS]
+    lines += [f"{var}={shown(environ.get(var))}" for var in SHOWN_VARS]
     if infiniband and environ.get("NCCL_IB_DISABLE", "").strip() not in ("", "0"):
         lines.append("WARNING NCCL_IB_DISABLE is set while InfiniBand is present: NCCL falls back to TCP "
                      "sockets; unset it unless that is intended")

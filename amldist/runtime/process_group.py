@@ -1,4 +1,5 @@
-"""init_distributed(): export the detected variables and form torch's process group.
+"""init_distributed(): export the detected variables and form torch's default process group;
+destroy() tears it down.
 
 torch is imported inside the functions that need it, so ``import amldist.runtime`` and
 ``--print`` work in containers without it. The choices (backend, device, keyword arguments) are
@@ -13,10 +14,10 @@ import os
 import sys
 from collections.abc import Collection, MutableMapping
 
-from . import _diagnostics
-from ._detect import detect
-from ._env import DistEnv, DistEnvError
-from .torch_env import TorchElastic
+from . import diagnostics
+from .detection import detect
+from .dist_env import DistEnv, DistEnvError
+from .torchelastic import TorchElastic
 
 # With this set, torch's env:// rendezvous makes every rank a client of a store that torchrun's
 # agent is supposed to host; in a world torchrun did not start, nobody hosts it and ranks hang.
@@ -99,7 +100,7 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
         torch.cuda.set_device(index)
         device = torch.device("cuda", index)
     # Before init, so the diagnostics are there to read when the rendezvous hangs.
-    _diagnostics.report(env, os.environ, flag=debug)
+    diagnostics.report(env, os.environ, flag=debug)
     parameters = inspect.signature(dist.init_process_group).parameters
     dist.init_process_group(**init_kwargs(parameters, name, timeout, device))
     _current = env
