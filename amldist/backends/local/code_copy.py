@@ -15,7 +15,12 @@ so ``from amldist.runtime import init_distributed`` imports the same files local
 a code folder with an ``amldist`` entry of its own keeps it, without the shim, as on Azure.
 Nothing here imports azure-ai-ml: its ignore matcher is the Azure backend's, this one is ours.
 Symbolic links are copied as links (Azure uploads their content; reading through them gives
-the same data, and a link to a large data folder is not copied).
+the same data, and a link to a large data folder is not copied). A relative link keeps working in
+the snapshot: it stays relative when its target is copied too, and is rewritten to the target's
+absolute path when the target lies outside the code folder or is not copied. Only regular files,
+folders and links are copied: a FIFO would block the copy, a device node (``/dev/zero``) would be
+read forever and a socket cannot be copied, so any of them is an error naming the file (ignore it
+in ``.amlignore``). ``code: /`` (a filesystem root) is refused before anything is copied.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+import stat
 
 from amldist.backends.runtime_bundle import RUNS_DIR
+from amldist.errors import UserError
 
 ALWAYS_SKIPPED = (".git", "__pycache__", RUNS_DIR)
 
@@ -70,13 +77,24 @@ class IgnoreRules:
         return result
 
 
+def check_code_source(path: str, file: str = "the job") -> None:
+    """Refuse a ``code:`` folder that is a filesystem root (it would copy the whole machine)."""
+    if os.path.dirname(os.path.abspath(path)) == os.path.abspath(path):
+        raise UserError(f"{file}: code {path!r} is the filesystem root; the local backend copies code: into the run",
+                        hint="point code: at the folder holding your scripts, e.g. code: ./src")
+
+
 def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
     """Copy ``source`` into the new folder ``dest`` honouring the ignore rules; returns the file count.
 
     ``skip`` holds absolute folders never to copy (the run root when it lies inside the code).
+    Links are made once everything else is copied, when it is known which targets are there.
     """
+    check_code_source(source)
     rules = IgnoreRules.for_folder(source)
     skip_real = {os.path.realpath(p) for p in skip}
+    links: list[str] = []
+    copied: set[str] = set()  # relative paths in the snapshot, links included
     count = 0
     os.makedirs(dest)
     for root, dirs, files in os.walk(source):
@@ -88,8 +106,9 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
             full = os.path.join(root, d)
             if d in ALWAYS_SKIPPED or os.path.realpath(full) in skip_real or rules.ignored(rel, True):
                 continue
+            copied.add(rel)
             if os.path.islink(full):  # keep links as links, never follow them out of the tree
-                os.symlink(os.readlink(full), os.path.join(dest, rel))
+                links.append(rel)
                 continue
             os.makedirs(os.path.join(dest, rel))
             kept_dirs.append(d)
@@ -98,7 +117,39 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
             rel = os.path.join(rel_root, f)
             if rules.ignored(rel, False):
                 continue
+            mode = os.lstat(os.path.join(root, f)).st_mode
+            if stat.S_ISLNK(mode):
+                links.append(rel)
+                copied.add(rel)
+                continue
+            if not stat.S_ISREG(mode):
+                raise UserError(f"code folder {source}: {rel} is {_kind(mode)}, not a regular file; it cannot be "
+                                "copied into the run", hint=f"list it in {os.path.join(source, '.amlignore')}")
             shutil.copy2(os.path.join(root, f), os.path.join(dest, rel), follow_symlinks=False)
+            copied.add(rel)
             count += 1
+    for rel in links:
+        os.symlink(_link_target(source, rel, copied), os.path.join(dest, rel))
     return count
 
+
+def _link_target(source: str, rel: str, copied: set[str]) -> str:
+    """What the snapshot's copy of the link ``rel`` points to (see the module docstring)."""
+    target = os.readlink(os.path.join(source, rel))
+    if os.path.isabs(target):
+        return target
+    resolved = os.path.normpath(os.path.join(source, os.path.dirname(rel), target))
+    inside = os.path.relpath(resolved, source)
+    if inside in copied:
+        return target  # the target is in the snapshot too: the relative link still works there
+    return resolved
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device node"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"

@@ -1,7 +1,7 @@
 """The environment each local process gets: what Azure ML's launchers set, and nothing more.
 
-Pure functions (no processes, no files): ``launcher_layout`` lists, for one job, every process
-the local backend emulates with the variables Azure ML would give it.
+Pure functions (no processes, no files; :func:`visible_gpus` alone reads the machine): the layouts
+list, for one job, every process the local backend emulates with the variables Azure ML would give it.
 
 What Azure ML sets, per ``distribution.type`` (see the project's facts on launchers):
 
@@ -23,6 +23,14 @@ Run information amldist adds, as Azure ML's containers carry it: AZUREML_RUN_ID 
 and AZUREML_NODE_COUNT (instance_count; amldist.runtime uses it to work out LOCAL_WORLD_SIZE,
 which Azure's PyTorch launcher does not set).
 
+What makes a local process see what it would see in its own container:
+
+- ``python``: the interpreter amldist runs in (or ``--python``), whatever PATH says, so a venv's
+  ``amldist`` runs the ranks in that venv without activating it (:func:`python_path`);
+- GPUs: on Azure each node has its own; locally each emulated node gets its own slice of the GPUs
+  visible here through CUDA_VISIBLE_DEVICES, and more processes per node than its slice holds
+  is named in a note (:func:`assign_gpus`). Without GPUs nothing is set (CPU jobs, gloo).
+
 Every launcher variable inherited from the shell that runs ``amldist submit`` (RANK from an
 outer torchrun, SLURM_* from an allocation, OMPI_COMM_WORLD_* from an outer mpirun...) is
 removed first, so a local process sees exactly what it would see on Azure.
@@ -31,8 +39,14 @@ removed first, so a local process sees exactly what it would see on Azure.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 from dataclasses import dataclass, field
+
+from amldist.errors import UserError
 
 LOOPBACK = "127.0.0.1"
 
@@ -166,3 +180,76 @@ def single_layout(nodes: int) -> Layout:
 def run_info(job_name: str, nodes: int) -> dict[str, str]:
     """The AZUREML_* run information every local process gets (see the module docstring)."""
     return {"AZUREML_RUN_ID": job_name, "AZUREML_NODE_COUNT": str(nodes)}
+
+
+def python_path(path: str, python: str, shim_dir: str) -> str:
+    """PATH for a process whose ``python`` must be ``python``: ``shim_dir`` (where the run puts
+    ``python``/``python3`` wrappers that exec it) first, then the interpreter's own folder unless
+    PATH has it already (a venv's scripts, ``torchrun`` and ``pip``, as after activating it)."""
+    entries = [e for e in path.split(os.pathsep) if e] if path else []
+    folder = os.path.dirname(python)
+    head = [shim_dir] + ([] if folder in entries else [folder])
+    return os.pathsep.join(head + entries)
+
+
+def gpu_count() -> int:
+    """NVIDIA GPUs on this machine without importing torch: ``nvidia-smi -L`` (the GPUs a container
+    sees), else the entries of ``/proc/driver/nvidia/gpus``; 0 without an NVIDIA driver."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=True).stdout
+            return sum(line.startswith("GPU ") for line in listing.splitlines())
+        except (OSError, subprocess.SubprocessError):
+            pass  # a broken driver install: fall back to what the kernel module lists
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return 0
+
+
+def visible_gpus(environ, count: int | None = None) -> list[str]:
+    """The GPU ids processes may use: the shell's CUDA_VISIBLE_DEVICES when set (empty: none, the way
+    to run a CPU job on a GPU machine), else ``0..count-1`` (``count`` defaults to :func:`gpu_count`)."""
+    given = environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        ids = [x.strip() for x in given.split(",") if x.strip()]
+        return [] if ids in (["-1"], ["NoDevFiles"]) else ids
+    return [str(i) for i in range(gpu_count() if count is None else count)]
+
+
+def assign_gpus(layout: Layout, gpus: list[str]) -> list[str]:
+    """Give each emulated node of ``layout`` its own CUDA_VISIBLE_DEVICES slice of ``gpus``; returns notes.
+
+    Slices are equal (``len(gpus) // nodes`` GPUs each). More processes on a node than its slice
+    holds is checked and named in a note, not refused: scripts that fall back to gloo on the CPU
+    then (as the samples do) still run, while NCCL would refuse ranks sharing a GPU ("Duplicate
+    GPU detected"), as on Azure. With fewer GPUs than nodes, each node gets one, shared in turn.
+    No GPUs: nothing is set (CPU runs).
+    """
+    if not gpus:
+        return []
+    per_node = len(gpus) // layout.nodes
+    for slot in layout.slots:
+        if per_node:
+            slot.variables["CUDA_VISIBLE_DEVICES"] = ",".join(gpus[slot.node * per_node:(slot.node + 1) * per_node])
+        else:
+            slot.variables["CUDA_VISIBLE_DEVICES"] = gpus[slot.node % len(gpus)]
+    busiest = max(sum(s.node == n for s in layout.slots) for n in range(layout.nodes))
+    if busiest <= per_node:
+        return []
+    return [f"{layout.nodes} node(s) x {busiest} process(es) on {len(gpus)} GPU(s) "
+            f"(CUDA_VISIBLE_DEVICES={','.join(gpus)}): each node gets {max(per_node, 1)}, so its ranks share "
+            "GPUs and NCCL will refuse them; use gloo, fewer processes, or run on the CPU with "
+            "CUDA_VISIBLE_DEVICES= amldist submit ..."]
+
+
+def interpreter(requested: str | None, environ) -> str:
+    """The ``python`` of every process: ``requested`` (``--python``: a path, or a name looked up
+    on PATH), else the interpreter amldist runs in. A UserError when it cannot be run."""
+    if not requested:
+        return sys.executable
+    found = shutil.which(requested, path=environ.get("PATH")) if os.sep not in requested else requested
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise UserError(f"--python {requested}: no such executable", hint="give a path to a python, or a name on PATH")
+    return os.path.abspath(found)

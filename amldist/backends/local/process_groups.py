@@ -1,21 +1,51 @@
-"""Finding and stopping every process a local run started, grandchildren included.
+"""Finding and stopping every process a local run started, grandchildren included, whatever ends amldist.
 
 Each process amldist starts gets its own session (``start_new_session``), so it and
 everything it forks share a session id, even processes that change their process group:
 Open MPI's ``mpirun`` puts every rank in a process group of its own, so killing mpirun's
 group alone would leave the ranks running. On Linux the members of each session are found
 in ``/proc``; elsewhere the process groups are signalled (the best a portable program can do).
-A process that starts a session of its own (a daemon) escapes both, as it would escape a
-container's job runner too.
+
+No orphans when amldist itself dies without cleaning up (SIGKILL, a crash), on Linux:
+
+- :class:`Watchdog`: a small separate process (this file run as a script, standard library
+  only) in a session of its own, so the terminal's SIGHUP/SIGINT do not reach it. amldist
+  sends it each session id through a pipe; the pipe's other end closes when amldist dies
+  however it dies, and the watchdog then stops those sessions (SIGTERM, the grace, SIGKILL).
+  PR_SET_PDEATHSIG alone would reach only the direct children, not mpirun's ranks or the
+  ranks' own children;
+- :func:`die_with_parent`: each direct child also gets PR_SET_PDEATHSIG, which covers the
+  instant between its fork and the watchdog hearing of its session;
+- :class:`Subreaper`: during a run amldist is a child subreaper (PR_SET_CHILD_SUBREAPER), so a
+  process that leaves its session (``setsid``, a daemon) and loses its parent is adopted by
+  amldist rather than by init, and is stopped with the rest (:func:`stop_adopted`).
+
+Hand-written rather than psutil: psutil is not a dependency, and what is needed is a
+``/proc`` scan and two ``prctl`` calls.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 _PROC = "/proc"
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+
+
+def _stat_fields(pid: str | int) -> list[str] | None:
+    """``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, session, ... (None if gone)."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()  # comm may hold spaces and parentheses
 
 
 def session_members(sessions: set[int]) -> set[int]:
@@ -24,17 +54,23 @@ def session_members(sessions: set[int]) -> set[int]:
     if not sessions or not os.path.isdir(_PROC):
         return found
     for entry in os.listdir(_PROC):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"{_PROC}/{entry}/stat", "rb") as fh:
-                stat = fh.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        # "pid (comm) state ppid pgrp session ..."; comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) in sessions:
-            found.add(int(entry))
+        if entry.isdigit():
+            fields = _stat_fields(entry)
+            if fields and len(fields) > 3 and fields[0] != "Z" and int(fields[3]) in sessions:
+                found.add(int(entry))
+    return found
+
+
+def children_of(parent: int) -> set[int]:
+    """Live (not zombie) and zombie children of ``parent``, as (pid) from ``/proc`` (Linux), else empty."""
+    found: set[int] = set()
+    if not os.path.isdir(_PROC):
+        return found
+    for entry in os.listdir(_PROC):
+        if entry.isdigit():
+            fields = _stat_fields(entry)
+            if fields and len(fields) > 1 and int(fields[1]) == parent:
+                found.add(int(entry))
     return found
 
 
@@ -57,16 +93,17 @@ def signal_sessions(sessions: set[int], sig: int) -> int:
     return sent
 
 
-def stop_sessions(sessions: set[int], popens, grace: float) -> None:
+def stop_sessions(sessions: set[int], popens, grace: float, *, cut_short=lambda: False) -> None:
     """SIGTERM everything in ``sessions``, wait up to ``grace`` seconds, then SIGKILL what is left.
 
+    ``cut_short()`` is asked while waiting: True (a second Ctrl-C) ends the grace at once.
     ``popens`` (the direct children) are reaped so that no zombie is left behind either.
     """
     if not sessions:
         return
     signal_sessions(sessions, signal.SIGTERM)
     deadline = time.monotonic() + max(grace, 0.0)
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not cut_short():
         for p in popens:
             p.poll()
         if not session_members(sessions) and all(p.returncode is not None for p in popens):
@@ -82,3 +119,139 @@ def stop_sessions(sessions: set[int], popens, grace: float) -> None:
     deadline = time.monotonic() + 5
     while session_members(sessions) and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)`` through libc; False where there is no prctl (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(option, value, 0, 0, 0) == 0
+
+
+def die_with_parent(parent: int):
+    """A ``preexec_fn`` that gives the child PR_SET_PDEATHSIG (SIGTERM), or None off Linux.
+
+    libc is loaded here, in the parent: the child, between fork and exec, only calls it. A parent
+    that died before the call is caught by comparing getppid() with ``parent``.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+class Subreaper:
+    """amldist as a child subreaper for the length of a run (Linux); see the module docstring.
+
+    ``adopted()`` are the children amldist did not start itself: orphans of the run's processes.
+    """
+
+    def __init__(self, own_children=()):
+        self.pid = os.getpid()
+        self.before = children_of(self.pid)
+        self.own = set(own_children)
+        self.enabled = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+    def adopted(self) -> set[int]:
+        return children_of(self.pid) - self.before - self.own
+
+    def close(self) -> None:
+        if self.enabled:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
+
+
+def stop_adopted(reaper: Subreaper, grace: float) -> None:
+    """Stop and reap the orphans ``reaper`` adopted: SIGTERM, up to ``grace`` seconds, SIGKILL."""
+    pids = reaper.adopted()
+    if not pids:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline:
+            for pid in list(pids):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    pids.discard(pid)
+            time.sleep(0.02)
+        if not pids:
+            return
+
+
+class Watchdog:
+    """The separate process that stops the run's sessions if amldist dies first (module docstring).
+
+    ``watch(sid)`` after each start; ``close()`` at the normal end (the watchdog then exits
+    without touching anything).
+    """
+
+    def __init__(self, grace: float):
+        read_end, self._pipe = os.pipe()  # both ends non-inheritable: no rank holds the pipe open
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch", str(max(grace, 0.0))],
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            os.close(read_end)
+
+    def watch(self, session: int) -> None:
+        os.write(self._pipe, f"{session}\n".encode())
+
+    def close(self) -> None:
+        if self._pipe < 0:
+            return
+        try:
+            os.write(self._pipe, b"done\n")
+        except OSError:
+            pass
+        os.close(self._pipe)
+        self._pipe = -1
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _watch(grace: float) -> int:
+    """The watchdog's side: read session ids until "done" (exit) or end of file (stop them all)."""
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    sessions: set[int] = set()
+    buffer = b""
+    while True:
+        chunk = os.read(0, 4096)
+        if not chunk:
+            break
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line == b"done":
+                return 0
+            sessions.add(int(line))
+    stop_sessions(sessions, [], grace)
+    return 0
+
+
+if __name__ == "__main__":  # the watchdog process (see Watchdog); run with -I -S, standard library only
+    sys.exit(_watch(float(sys.argv[2])))

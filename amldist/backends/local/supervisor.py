@@ -7,7 +7,11 @@ How a run ends, and the exit code of ``amldist submit --local``:
   SIGTERM, then (``grace_seconds`` later) SIGKILL; the failing rank and the tail of its log
   are printed; exit 1;
 - the job runs past ``limits.timeout``: everything is stopped the same way at once; exit 1;
-- Ctrl-C or SIGTERM to amldist: everything is stopped at once; exit 130 (143 for SIGTERM).
+- Ctrl-C, SIGTERM or SIGHUP (the terminal closed, ssh dropped) to amldist: everything is stopped
+  at once (SIGTERM, the grace, SIGKILL; a second Ctrl-C skips the grace); exit 128 + the signal
+  (130, 143, 129). During the code copy the partial run folder is removed;
+- amldist itself killed (SIGKILL) or crashing: its watchdog stops every process of the run
+  (:mod:`amldist.backends.local.process_groups`).
 
 Processes left behind by a finished command (``sleep 100 &``) are stopped too, as the end of
 an Azure ML job ends its container. On a terminal a status line shows the processes'
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,23 +31,68 @@ import threading
 import time
 
 from amldist.backends.local.plan import LocalPlan
-from amldist.backends.local.process_groups import stop_sessions
+from amldist.backends.local.process_groups import Subreaper, Watchdog, die_with_parent, stop_adopted, stop_sessions
 from amldist.backends.local.code_copy import copy_code
-from amldist.backends.runtime_bundle import add_runtime
+from amldist.backends.runtime_bundle import RUNS_DIR, add_runtime
 from amldist.errors import UserError
 
 TAIL_LINES = 20
 POLL_SECONDS = 0.02
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+GITIGNORE = "# run folders of amldist submit --local (written by amldist)\n*\n"
+
+
+class Interrupted(BaseException):
+    """A stop signal while the run folder is being filled (no process runs yet)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def prepare_folder(p: LocalPlan) -> None:
-    """Create the run folder: job.yml, the code snapshot, outputs/ and user_logs/."""
+    """Create the run folder: job.yml, the code snapshot, outputs/ and user_logs/; a failure or a
+    signal half way removes it again (a partial snapshot is never left for a later run)."""
     try:
         os.makedirs(os.path.dirname(p.run_dir), exist_ok=True)
+        ignore_runs(os.path.dirname(p.run_dir))
         os.mkdir(p.run_dir)  # fails if another run took the name meanwhile: never reuse a folder
     except FileExistsError:
         raise UserError(f"a local run named {p.job_name!r} already exists",
                         hint="pass --name NEW, or leave the name out") from None
+    try:
+        fill_folder(p)
+    except BaseException:
+        shutil.rmtree(p.run_dir, ignore_errors=True)
+        raise
+
+
+def ignore_runs(run_root: str) -> None:
+    """A ``.gitignore`` that keeps run folders out of git: in ``.amldist/`` when the run root lies in
+    it (the default ``.amldist/runs``), else in the run root; an existing one is left alone."""
+    parent = os.path.dirname(run_root)
+    folder = parent if os.path.basename(parent) == RUNS_DIR else run_root
+    path = os.path.join(folder, ".gitignore")
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(GITIGNORE)
+
+
+def python_wrappers(p: LocalPlan) -> None:
+    """``<run>/bin/python`` and ``python3``: scripts that exec the plan's interpreter (a script, not a
+    link: a link would hide a venv's ``pyvenv.cfg`` from the interpreter it points to)."""
+    folder = os.path.join(p.run_dir, "bin")
+    os.makedirs(folder)
+    for name in ("python", "python3"):
+        path = os.path.join(folder, name)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(f'#!/bin/sh\nexec {shlex.quote(p.python)} "$@"\n')
+        os.chmod(path, 0o755)
+
+
+def fill_folder(p: LocalPlan) -> None:
+    if p.python:
+        python_wrappers(p)
     with open(os.path.join(p.run_dir, "job.yml"), "w", encoding="utf-8") as fh:
         fh.write(p.job_yaml)
     if p.code_source:
@@ -70,17 +121,28 @@ class Supervisor:
         self.offsets: dict[str, int] = {}
         self.started = time.monotonic()
         self._status_shown = False
+        self.running = False  # before start(): a stop signal interrupts the preparation instead
+        self.watchdog: Watchdog | None = None
+        self.reaper: Subreaper | None = None
 
     # -- starting -------------------------------------------------------------------------
     def start(self) -> None:
+        """Start the watchdog, become a subreaper, then start every planned process."""
+        self.watchdog = Watchdog(self.grace)
+        self.reaper = Subreaper(own_children=(self.watchdog.proc.pid,))
+        preexec = die_with_parent(os.getpid())
         for spec in self.plan.processes:
+            if self.stop_signal is not None:
+                break
             with open(spec.log_path, "wb") as log:
                 popen = subprocess.Popen(
                     spec.argv, env=spec.env, cwd=spec.cwd, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, preexec_fn=preexec,
                 )
+            self.watchdog.watch(popen.pid)
             self.popens.append(popen)
             self.sessions.add(popen.pid)
+            self.reaper.own.add(popen.pid)
 
     # -- watching -------------------------------------------------------------------------
     def watch(self) -> tuple[str, int | None]:
@@ -120,23 +182,35 @@ class Supervisor:
             time.sleep(POLL_SECONDS)
 
     def stop(self) -> None:
-        stop_sessions(self.sessions, self.popens, self.grace)
+        """Stop every process of the run (a second Ctrl-C meanwhile cuts the grace short), then the
+        orphans amldist adopted, then tell the watchdog all is done."""
+        stop_sessions(self.sessions, self.popens, self.grace, cut_short=lambda: self.grace == 0)
+        if self.reaper is not None:
+            stop_adopted(self.reaper, self.grace)
+            self.reaper.close()
+        if self.watchdog is not None:
+            self.watchdog.close()
 
     # -- output ---------------------------------------------------------------------------
     def show_status(self, codes) -> None:
         running = sum(c is None for c in codes)
         done = sum(c == 0 for c in codes)
         elapsed = time.monotonic() - self.started
-        self.out.write(f"\r\x1b[K[amldist] {self.plan.job_name}: {running} running, {done} done, "
-                       f"{elapsed:.0f}s")
-        self.out.flush()
+        self.write(f"\r\x1b[K[amldist] {self.plan.job_name}: {running} running, {done} done, {elapsed:.0f}s")
         self._status_shown = True
 
     def clear_status(self) -> None:
         if self._status_shown:
-            self.out.write("\r\x1b[K")
-            self.out.flush()
+            self.write("\r\x1b[K")
             self._status_shown = False
+
+    def write(self, text: str) -> None:
+        """Write to the terminal; a terminal that is gone (SIGHUP: EIO) must not stop the stopping."""
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except OSError:
+            pass
 
     def pump(self, final: bool = False) -> None:
         """Copy new complete lines of every rank's log to the terminal (``--stream``)."""
@@ -154,35 +228,46 @@ class Supervisor:
                 continue
             self.offsets[spec.log_path] = offset + len(data)
             self.clear_status()
-            for line in data.decode("utf-8", "replace").splitlines():
-                self.out.write(f"[{spec.label}] {line}\n")
-            self.out.flush()
+            self.write("".join(f"[{spec.label}] {line}\n" for line in data.decode("utf-8", "replace").splitlines()))
 
     def install_signals(self):
         if threading.current_thread() is not threading.main_thread():
             return {}
 
         def handler(signum, frame):
+            if not self.running:
+                raise Interrupted(signum)
             if self.stop_signal is not None:  # a second Ctrl-C: no more patience
                 self.grace = 0
             self.stop_signal = signum
 
-        return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
 
 
 def launch(p: LocalPlan, *, out=None, err=None) -> int:
     """Create the run folder, run the plan, report; returns the exit code (see the module docstring)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    prepare_folder(p)
+    status = out.isatty() if p.status_line is None else p.status_line
+    sup = Supervisor(p, grace=p.grace_seconds, status=status, stream=p.stream, out=out)
+    previous = sup.install_signals()
+    try:
+        prepare_folder(p)
+    except Interrupted as stop:
+        _restore(previous)
+        print(f"error: job {p.job_name} stopped by {signal.Signals(stop.signum).name} before it started; "
+              "the partial run folder was removed", file=err)
+        return 128 + stop.signum
+    except BaseException:
+        _restore(previous)
+        raise
+    sup.running = True  # from here on a stop signal ends the run the normal way
     for note in p.notes:
         print(f"note: {note}", file=err)
     rel_run = os.path.relpath(p.run_dir)
-    print(f"job {p.job_name}: {len(p.ranks)} process(es), run folder {rel_run}", file=out, flush=True)
-    status = out.isatty() if p.status_line is None else p.status_line
-    sup = Supervisor(p, grace=p.grace_seconds, status=status, stream=p.stream, out=out)
+    print(f"job {p.job_name}: {len(p.ranks)} process(es), python {p.python}, run folder {rel_run}", file=out,
+          flush=True)
     busy = _hold_port(p.busy_port)
-    previous = sup.install_signals()
     try:
         sup.start()
         outcome, failed = sup.watch()
@@ -190,14 +275,21 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
             sup.wait_others(p.grace_seconds)
     finally:
         sup.stop()  # every process of the run, also after an exception in the loop
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        _restore(previous)
         if busy is not None:
             busy.close()
         if p.stream:
             sup.pump(final=True)
         sup.clear_status()
-    return _report(sup, outcome, failed, out, err)
+    try:
+        return _report(sup, outcome, failed, out, err)
+    except OSError:  # the terminal is gone (SIGHUP): the processes are stopped, nobody reads the report
+        return 128 + sup.stop_signal if sup.stop_signal else 1
+
+
+def _restore(previous: dict) -> None:
+    for sig, old in previous.items():
+        signal.signal(sig, old)
 
 
 def _report(sup: Supervisor, outcome: str, failed: int | None, out, err) -> int:
