@@ -11,6 +11,7 @@ import os
 import re
 
 from amldist.errors import UserError
+from amldist.spec import counts
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The REST API's pattern for shmSize is "\d+[bBkKmMgG]" and its description asks for a number
@@ -28,14 +29,14 @@ class BuilderError(UserError):
         self.field = field
 
 
-def count(field: str, value, *, minimum: int = 1):
-    """A whole number >= minimum, or None when not given (bools and 4.5 are refused)."""
+def count(field: str, value):
+    """``value`` when it is a valid count for ``field`` (:mod:`amldist.spec.counts`), None when not
+    given; otherwise a BuilderError naming the field."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BuilderError(field, f"must be a whole number, got {value!r}")
-    if value < minimum:
-        raise BuilderError(field, f"must be at least {minimum}, got {value}")
+    problem = counts.field_problem(field, value)
+    if problem:
+        raise BuilderError(field, problem)
     return value
 
 

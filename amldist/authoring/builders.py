@@ -175,7 +175,7 @@ def tensorflow_job(
     """
     args = dict(locals())
     workers = arguments.count("worker_count", worker_count)
-    servers = arguments.count("parameter_server_count", parameter_server_count, minimum=0)
+    servers = arguments.count("parameter_server_count", parameter_server_count)
     nodes = arguments.count("instance_count", instance_count) or 1
     return _build(
         "tensorflow", args,

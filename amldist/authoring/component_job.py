@@ -10,17 +10,17 @@ import os
 import re
 
 from amldist.spec import placeholders
-from amldist.authoring.arguments import DATA_TYPES
-from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy, positive_count
+from amldist.authoring.arguments import DATA_TYPES, count
+from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy
 from amldist.errors import UserError
+from amldist.spec import paths
 from amldist.spec.booleans import is_optional
 from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # azureml:, https:, wasbs:, abfss:, ... (not C:)
 
 
-def _load_component(component, base_dir):
+def _load_component(component, base_dir, checked: bool):
     if isinstance(component, (str, os.PathLike)):
         path = os.fspath(component)
         base_dir = os.path.dirname(os.path.abspath(path))
@@ -30,7 +30,7 @@ def _load_component(component, base_dir):
         check_file(path, "component")
         component = spec
     elif isinstance(component, DistributedComponent):
-        component = convert_legacy(component)
+        component = convert_legacy(component, checked=checked)
     if not isinstance(component, CommandComponent):
         raise UserError(f"expected a command component or a legacy DistributedComponent, got {component!r:.60}")
     return component, base_dir or os.getcwd()
@@ -38,9 +38,9 @@ def _load_component(component, base_dir):
 
 def _local(path, base_dir):
     """Local relative paths made absolute, so the job means the same wherever its YAML goes."""
-    if not isinstance(path, str) or _URI.match(path) or os.path.isabs(path):
+    if not paths.is_local(path):
         return path
-    return os.path.normpath(os.path.join(base_dir, path))
+    return paths.local_path(path, base_dir)
 
 
 def _literal(name: str, port: dict, value):
@@ -91,7 +91,7 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
 
 def component_to_job(component, *, inputs=None, compute=None, instance_count=None, process_count_per_instance=None,
                      instance_type=None, environment_variables=None, name=None, experiment_name=None, timeout=None,
-                     base_dir=None) -> CommandJob:
+                     base_dir=None, checked: bool = False) -> CommandJob:
     """A command job that runs ``component`` once (a CommandComponent, a DistributedComponent or a path).
 
     ``inputs`` map names to values: literals for string/integer/number/boolean inputs (text is
@@ -100,9 +100,10 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
     inputs stay unset are dropped from the command. Relative paths of the component (code, conda file,
     build context) are resolved against its folder (``base_dir`` for an object; default: the current
     directory), so the job holds absolute local paths. ``timeout`` (seconds) becomes ``limits.timeout``;
-    without it the component's ``amldist.timeout_seconds`` tag does.
+    without it the component's ``amldist.timeout_seconds`` tag does. ``checked``: the caller has
+    validated ``component`` (an object) already, so it is not validated again.
     """
-    component, base_dir = _load_component(component, base_dir)
+    component, base_dir = _load_component(component, base_dir, checked)
     if component.extra.get("additional_includes"):
         raise UserError("the component has additional_includes, which a job cannot carry",
                         hint="copy those files into the code folder")
@@ -110,15 +111,15 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
     command = placeholders.drop_unset_groups(component.command or "", set(job_inputs), placeholders.V2)
     dist = Distribution.from_dict(component.distribution.to_dict()) if component.distribution else None
     if process_count_per_instance is not None:
-        if dist is None or str(dist.type).lower() not in ("pytorch", "mpi"):
+        if dist is None or dist.kind not in ("pytorch", "mpi"):
             raise UserError("process_count_per_instance applies to pytorch and mpi distributions only")
-        dist.process_count_per_instance = positive_count(process_count_per_instance, "process_count_per_instance")
+        dist.process_count_per_instance = count("process_count_per_instance", process_count_per_instance)
     res = Resources.from_dict(component.resources.to_dict()) if component.resources else Resources()
-    res.instance_count = positive_count(instance_count, "instance_count") or res.instance_count
+    res.instance_count = count("instance_count", instance_count) or res.instance_count
     res.instance_type = instance_type or res.instance_type
     tags = dict(component.tags or {})
     tag_timeout = tags.pop(TIMEOUT_TAG, None)
-    timeout = positive_count(timeout, "timeout") or (int(tag_timeout) if str(tag_timeout).isdigit() else None)
+    timeout = count("timeout", timeout) or (int(tag_timeout) if str(tag_timeout).isdigit() else None)
     env = component.environment
     if isinstance(env, dict):
         env = dict(env)

@@ -37,7 +37,7 @@ import posixpath
 import re
 import warnings
 
-from amldist.spec import placeholders
+from amldist.spec import paths, placeholders
 from amldist.authoring.arguments import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
@@ -175,15 +175,6 @@ def _additional_includes(path: str | None) -> list | None:
     return local or None
 
 
-def positive_count(value, what: str) -> int | None:
-    """``value`` when it is a whole number >= 1 (None passes through), else a UserError naming ``what``.
-
-    The builders' check (``amldist.authoring.arguments.count``), so that every Python API refuses the
-    same counts; the CLI's options go through ``amldist.cli.arguments.positive_int`` first.
-    """
-    return count(what, value)
-
-
 def check_file(path: str, what: str) -> None:
     """Raise a ConversionError holding the validator's errors for the file, if it has any."""
     errors = errors_in(validator().validate_file(path))
@@ -210,12 +201,14 @@ def load_legacy(spec_or_path) -> tuple[DistributedComponent, str | None]:
 
 
 def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=None, shm_size=None,
-                   docker_args=None, timeout_seconds=None) -> CommandComponent:
+                   docker_args=None, timeout_seconds=None, checked: bool = False) -> CommandComponent:
     """The v2 command component equivalent to a legacy DistributedComponent (a spec or a file path).
 
     Paths in the result are relative to the legacy file's folder (for a spec object: the current
     directory, which is also where a pip requirements file is read). Anything dropped is reported as a
     ConversionWarning (``warnings``); anything that cannot be expressed raises a UserError.
+    The result is validated (the builders' self-check) unless ``checked`` says the caller has
+    validated the legacy spec already (``amldist submit`` does, once).
     """
     legacy, path = load_legacy(spec_or_path)
     base_dir = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
@@ -232,14 +225,14 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
         raise ComponentSpecError(code, message, hint=hint)
     if shm_size is not None and not re.fullmatch(r"\d+[bBkKmMgG]", str(shm_size)):
         raise UserError(f"shm_size must look like 2g or 512m, got {shm_size!r}")
-    timeout = positive_count(timeout_seconds, "timeout_seconds")
+    timeout = count("timeout_seconds", timeout_seconds)
     code = legacy.code if legacy.code is not None else "."
     # v2 tags are strings; legacy ones may be numbers, booleans or empty
     tags = {str(k): "" if v is None else str(v) for k, v in (legacy.tags or {}).items()}
     if timeout is not None:
         tags[TIMEOUT_TAG] = str(timeout)
     name = v2_name(str(legacy.name))
-    resources = Resources(instance_count=positive_count(instance_count, "instance_count"),
+    resources = Resources(instance_count=count("instance_count", instance_count),
                           shm_size=None if shm_size is None else str(shm_size), docker_args=docker_args)
     component = CommandComponent(
         schema=V2_COMPONENT_SCHEMA,
@@ -256,8 +249,8 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
         inputs={k: _port(k, v, "input") for k, v in (legacy.inputs or {}).items()} or None,
         outputs={k: _port(k, v, "output") for k, v in (legacy.outputs or {}).items()} or None,
         distribution=Distribution(type=dist_type,
-                                  process_count_per_instance=positive_count(process_count_per_node,
-                                                                           "process_count_per_node")),
+                                  process_count_per_instance=count("process_count_per_node",
+                                                                           process_count_per_node)),
         resources=resources if resources.to_dict() else None,
     )
     includes = _additional_includes(path)
@@ -266,7 +259,8 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
     dropped = sorted(set(legacy.extra) | ({"launcher extras"} if launcher.extra else set()))
     if dropped:
         warnings.warn(f"dropped {', '.join(dropped)} (no v2 equivalent)", ConversionWarning, 2)
-    check_with_validator(component)
+    if not checked:
+        check_with_validator(component)
     return component
 
 
@@ -274,10 +268,7 @@ def rebase_paths(component: CommandComponent, from_dir: str, to_dir: str) -> Com
     """Rewrite the component's relative local paths for a YAML written in ``to_dir`` instead."""
 
     def move(p):
-        if not isinstance(p, str) or ":" in p or os.path.isabs(p):
-            return p
-        moved = os.path.relpath(os.path.join(from_dir, p), to_dir)
-        return moved.replace(os.sep, "/")
+        return paths.rebase(p, from_dir, to_dir)
 
     component.code = move(component.code)
     env = component.environment
@@ -289,15 +280,3 @@ def rebase_paths(component: CommandComponent, from_dir: str, to_dir: str) -> Com
     if isinstance(component.extra.get("additional_includes"), list):
         component.extra["additional_includes"] = [move(p) for p in component.extra["additional_includes"]]
     return component
-
-
-# --- a component as a job (``amldist submit`` runs components this way) ---
-
-
-def __getattr__(name):
-    # component_to_job lives in amldist.authoring.component_job (it imports this module); still reachable here.
-    if name == "component_to_job":
-        from amldist.authoring.component_job import component_to_job
-
-        return component_to_job
-    raise AttributeError(f"module 'amldist.authoring.convert' has no attribute {name!r}")

@@ -9,14 +9,20 @@ at import time: the CLI imports them all to build ``--help``, and heavy imports
 NAMES = ("validate", "skus", "convert", "submit")
 
 
-def positive_int(text: str) -> int:
-    """argparse ``type=`` for counts: a whole number of at least 1, else a usage error (exit 2)."""
-    import argparse
+def count_option(field: str):
+    """argparse ``type=`` for the count called ``field`` (:mod:`amldist.spec.counts`): the same rule
+    as in a spec, a usage error (exit 2) otherwise."""
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+    def parse(text: str) -> int:
+        import argparse
+
+        from amldist.spec import counts
+
+        minimum, maximum = counts.limits(field)
+        try:
+            return counts.parse_count(text, minimum=minimum, maximum=maximum)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = field  # argparse names the option's type in its messages
+    return parse

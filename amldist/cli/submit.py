@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-from amldist.cli.arguments import positive_int
+from amldist.cli.arguments import count_option
 
 
 def register(subparsers) -> None:
@@ -40,8 +40,8 @@ def register(subparsers) -> None:
                         "VALUE is read as YAML; the file is not modified)")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", dest="inputs",
                         help="set a job input (repeatable); local paths are relative to the current directory")
-    parser.add_argument("--instance-count", type=positive_int, metavar="N", help="number of nodes")
-    parser.add_argument("--process-count-per-instance", type=positive_int, metavar="N",
+    parser.add_argument("--instance-count", type=count_option("instance_count"), metavar="N", help="number of nodes")
+    parser.add_argument("--process-count-per-instance", type=count_option("process_count_per_instance"), metavar="N",
                         help="processes per node (pytorch and mpi)")
     parser.add_argument("--workspace", metavar="W", help="Azure ML workspace name")
     parser.add_argument("--resource-group", metavar="G", help="resource group of the workspace")
@@ -49,6 +49,8 @@ def register(subparsers) -> None:
     parser.add_argument("--stream", action="store_true",
                         help="follow the logs (locally: every rank's output, prefixed with its rank)")
     parser.add_argument("--name", metavar="NAME", help="job name (must be new); default: generated")
+    parser.add_argument("--python", metavar="PATH", help="locally: the python every process runs (default: the one "
+                        "amldist runs in, whatever PATH says)")
     parser.set_defaults(func=run)
 
 
@@ -76,7 +78,7 @@ def run(args) -> int:
         print(diagnostic.to_text(), file=sys.stderr)
     options = SubmitOptions(
         dry_run=args.dry_run, stream=args.stream, name=args.name, workspace=args.workspace,
-        resource_group=args.resource_group, subscription=args.subscription,
+        resource_group=args.resource_group, subscription=args.subscription, python=args.python,
     )
     backend = get_backend(choose_backend(args, prepared.job))
     plan = backend.plan(prepared, options)  # pure: what --dry-run prints is what run() does

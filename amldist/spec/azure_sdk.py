@@ -152,12 +152,12 @@ def rest_body(spec, *, base_dir=None) -> dict:
     ``azureml:`` reference (the SDK uploads code and resolves both to ARM ids; an
     inline environment shows as the ``azureml:CliV2AnonymousEnvironment:<hash>`` it
     would register), and no git properties are added. Components are not jobs: turn one into a
-    job first (``amldist.authoring.convert.component_to_job``).
+    job first (``amldist.component_to_job``).
     """
     if getattr(spec, "kind", None) not in ("command_job", "pipeline_job"):
         raise UserError(
             f"only a job has a REST body, not a {getattr(spec, 'kind', type(spec).__name__)}",
-            hint="turn a component into a job first (amldist.authoring.convert.component_to_job)",
+            hint="turn a component into a job first (amldist.component_to_job)",
         )
     entity = to_azure(spec, base_dir=base_dir)
     from azure.ai.ml.entities._job.to_rest_functions import to_rest_job_object

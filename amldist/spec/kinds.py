@@ -50,3 +50,9 @@ def detect_kind(data) -> str | None:
     if type_ is None and "launcher" in data:
         return DISTRIBUTED_COMPONENT
     return None
+
+
+def distribution_kind(value) -> str | None:
+    """A distribution ``type`` value lower-cased, as azure-ai-ml matches it; None for no text.
+    The one place amldist folds its case (model, rules, backends and builders call this)."""
+    return value.strip().lower() if isinstance(value, str) and value.strip() else None

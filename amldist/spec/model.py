@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
+from amldist.spec.kinds import distribution_kind
 from amldist.spec.yamlio import dump_yaml
 
 _SCHEMA = {"key": "$schema"}
@@ -80,6 +81,12 @@ class Distribution(_Part):
     worker_count: int | None = None  # tensorflow
     parameter_server_count: int | None = None  # tensorflow
     extra: dict = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str | None:
+        """``type`` as Azure ML reads it (case-insensitive): ``"pytorch"`` for ``PyTorch``; None when unset."""
+        return distribution_kind(self.type)
+
 
 
 @dataclass

@@ -25,9 +25,9 @@ import os
 import re
 
 from amldist.errors import UserError
+from amldist.spec import paths
 
 PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model"}
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # azureml:, https://, abfss://, file: ...
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
 
 
@@ -166,9 +166,9 @@ def is_path_input(value) -> bool:
 def cli_path(value, cwd: str | None = None) -> str:
     """A path typed on the command line: URIs as written, local paths absolute against ``cwd``."""
     text = str(value)
-    if _URI.match(text) and not re.match(r"^[A-Za-z]:[\\/]", text):  # keep C:\ paths local
+    if not paths.is_local(text):
         return text
-    return os.path.normpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(text)))
+    return paths.local_path(text, cwd or os.getcwd())
 
 
 def _as_index(part, path: str, where: str) -> int:

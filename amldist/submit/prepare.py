@@ -1,35 +1,42 @@
-"""The backend-neutral step of ``amldist submit``: load -> overrides -> validate -> job.
+"""The backend-neutral step of ``amldist submit``: load once -> overrides -> validate once -> a typed job.
 
 What FILE may be, and where each option applies:
 
-- a v2 **command job**: ``--set`` and ``--input`` apply to the job as written, then
-  ``--instance-count`` / ``--process-count-per-instance`` (they win over ``--set``, being
-  the more specific options); the result is validated with positions from the file;
-- a v2 **command component** or a legacy **DistributedComponent**: the file is validated as
-  written first, then turned into a job with ``amldist.authoring.convert.component_to_job`` (the
-  options give what a pipeline's run settings would: ``--input`` values, the counts); ``--set``
-  then applies to that job (``az ml job create --set`` also edits the job), which is validated
-  again.
+- a v2 **command job**: ``--set`` and ``--input`` apply to the loaded document (the YAML as
+  written, positions kept), then ``--instance-count`` / ``--process-count-per-instance`` (they
+  win over ``--set``, being the more specific options); the result is validated once, with
+  positions from the file, and becomes one :class:`~amldist.spec.CommandJob`;
+- a v2 **command component** or a legacy **DistributedComponent**: the file is validated once,
+  as written, and the typed spec is turned into a typed job by
+  :func:`amldist.authoring.component_job.component_to_job` (the options give what a pipeline's
+  run settings would: ``--input`` values, the counts; that function checks what it adds). No
+  second validation: the job is built from a valid component by amldist's own conversion.
+  ``--set`` edits that job (``az ml job create --set`` also edits the job); only then is the
+  edited job validated as a job, since a ``--set`` value can break it.
 
-Nothing is sent or started when the result has an error: :class:`SpecInvalid` carries the
-diagnostics, printed like ``amldist validate`` prints them, exit code 1. Warnings are kept
-on the :class:`Prepared` for the command to print. The file on disk is only ever read.
+The job handed on is normalised: ``distribution.type`` in Azure ML's lower case. Nothing is
+sent or started when the result has an error: :class:`SpecInvalid` carries the diagnostics,
+printed like ``amldist validate`` prints them, exit code 1. Warnings are kept on the
+:class:`~amldist.submit.prepared.Prepared` for the command to print. The file on disk is only
+ever read.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 
-from amldist.submit.prepared import Prepared
+from amldist.diagnostics import errors_in
 from amldist.errors import UserError
 from amldist.spec import overrides
+from amldist.submit.prepared import Prepared
 
 
 class SpecInvalid(UserError):
     """The spec (after overrides) has errors; ``diagnostics`` holds every finding."""
 
     def __init__(self, file: str, diagnostics: list):
-        errors = [d for d in diagnostics if d.severity == "error"]
+        errors = errors_in(diagnostics)
         super().__init__(f"{file}: {len(errors)} error(s); nothing was submitted or started",
                          hint="fix the file (or the --set/--input values) and run again", exit_code=1)
         self.diagnostics = diagnostics
@@ -58,33 +65,36 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
     if kind == COMMAND_JOB:
         data = overrides.apply_sets(doc.data, sets)
         data = overrides.apply_inputs(data, input_values, cwd=cwd, file=file)
-        data = _apply_counts(data, instance_count, process_count_per_instance, file)
+        _apply_counts(data, instance_count, process_count_per_instance, file)
         # The text locates findings inside the command; only valid while --set left the command alone.
-        same_command = isinstance(doc.data, dict) and data.get("command") == doc.data.get("command")
-        diagnostics = validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir, doc=doc,
-                                    text=text if same_command else None)
-        _check(file, diagnostics, kept)
+        same_command = data.get("command") == doc.data.get("command")
+        _check(file, validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir, doc=doc,
+                                   text=text if same_command else None), kept)
+        job = from_data(data, file=file)
     else:
         _check(file, validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text), kept)
-        data = _as_job(from_data(doc.data, file=file), base_dir, input_values, instance_count,
-                       process_count_per_instance)
-        data = overrides.apply_sets(data, sets)
-        as_job = f"{file} (run as a job)"
-        _check(as_job, validate_data(data, as_job, kind=COMMAND_JOB, base_dir=base_dir), kept)
-    return Prepared(job=from_data(data, file=file), source=file, base_dir=base_dir, warnings=kept)
+        job = _as_job(from_data(doc.data, file=file), base_dir, input_values, instance_count,
+                      process_count_per_instance)
+        if sets:
+            data = overrides.apply_sets(job.to_dict(), sets)
+            as_job = f"{file} (run as a job, after --set)"
+            _check(as_job, validate_data(data, as_job, kind=COMMAND_JOB, base_dir=base_dir), kept)
+            job = from_data(data, file=file)
+    _normalise(job)
+    return Prepared(job=job, source=file, base_dir=base_dir, warnings=kept)
 
 
 def _check(file: str, diagnostics: list, kept: list) -> None:
     """Raise :class:`SpecInvalid` on any error; otherwise keep the warnings and notes."""
-    from amldist.diagnostics import has_errors
-
-    if has_errors(diagnostics):
+    if errors_in(diagnostics):
         raise SpecInvalid(file, diagnostics)
     kept.extend(diagnostics)
 
 
-def _apply_counts(data: dict, instance_count, process_count, file: str) -> dict:
-    """``data`` (prepare's own copy, changed in place) with the count options set."""
+def _apply_counts(data: dict, instance_count, process_count, file: str) -> None:
+    """Set the count options in ``data`` (prepare's own copy, changed in place)."""
+    from amldist.spec.kinds import distribution_kind
+
     if instance_count is not None:
         resources = data.get("resources")
         if not isinstance(resources, dict):
@@ -92,19 +102,24 @@ def _apply_counts(data: dict, instance_count, process_count, file: str) -> dict:
         resources["instance_count"] = instance_count
     if process_count is not None:
         dist = data.get("distribution")
-        if not isinstance(dist, dict) or str(dist.get("type", "")).lower() not in ("pytorch", "mpi"):
+        if not isinstance(dist, dict) or distribution_kind(dist.get("type")) not in ("pytorch", "mpi"):
             raise UserError(f"--process-count-per-instance applies to pytorch and mpi jobs; {file} has "
                             + (f"a {dist.get('type')!r} distribution" if isinstance(dist, dict) else "no distribution"),
                             hint="add a distribution (e.g. --set distribution.type=pytorch) or drop the option")
         dist["process_count_per_instance"] = process_count
-    return data
 
 
-def _as_job(spec, base_dir: str, input_values: dict, instance_count, process_count) -> dict:
-    """A component or legacy spec as the job that runs it once (amldist.authoring.convert does the work)."""
-    from amldist.authoring.convert import component_to_job
+def _as_job(spec, base_dir: str, input_values: dict, instance_count, process_count):
+    """A (validated) component or legacy spec as the typed job that runs it once."""
+    from amldist.authoring.component_job import component_to_job
 
     # Relative --input paths are read against the current directory, as for a job file.
-    job = component_to_job(spec, inputs=input_values or None, instance_count=instance_count,
-                           process_count_per_instance=process_count, base_dir=base_dir)
-    return job.to_dict()
+    return component_to_job(spec, inputs=input_values or None, instance_count=instance_count,
+                            process_count_per_instance=process_count, base_dir=base_dir, checked=True)
+
+
+def _normalise(job) -> None:
+    """Fold what Azure ML reads case-insensitively, so that nothing after this step folds it again."""
+    if job.distribution is not None and not isinstance(job.distribution, dict) and job.distribution.kind:
+        job.distribution = copy.copy(job.distribution)
+        job.distribution.type = job.distribution.kind

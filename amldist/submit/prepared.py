@@ -34,6 +34,7 @@ class SubmitOptions:
     run_root: str = ".amldist/runs"  # run folders live under it, relative to the current directory
     grace_seconds: float = 5.0  # after one rank fails, how long the others get before SIGTERM
     status_line: bool | None = None  # None: a live status line only when stdout is a terminal
+    python: str | None = None  # --python: the ranks' python; None: the interpreter amldist runs in
 
 
 @dataclass

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 
+from amldist.spec.kinds import distribution_kind
 from amldist.diagnostics import ERROR, WARNING
 from amldist.validate import command_rules, rules
 from amldist.validate.messages import suggest
@@ -84,7 +85,7 @@ def _component_of(ctx, node: dict, path):
     ref = node.get("component")
     if isinstance(ref, dict):
         return ref
-    local = rules._local(ctx, ref)
+    local = rules.local_file(ctx, ref)
     if local is None:
         return None
     if not os.path.exists(local):
@@ -194,7 +195,7 @@ def _node_sizes(ctx, node, component, path) -> None:
     comp = component if isinstance(component, dict) else {}
     comp_dist, node_dist = rules.declared(comp.get("distribution")), rules.declared(node.get("distribution"))
     comp_res, node_res = rules.declared(comp.get("resources")), rules.declared(node.get("resources"))
-    if node_dist and str(node_dist.get("type", "")).lower() != str(comp_dist.get("type", "")).lower():
+    if node_dist and distribution_kind(node_dist.get("type")) != distribution_kind(comp_dist.get("type")):
         comp_dist = {}
     distribution = {**comp_dist, **node_dist}
     resources = {**comp_res, **node_res}

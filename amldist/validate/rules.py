@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 
 from amldist.diagnostics import ERROR, WARNING
+from amldist.spec import paths
+from amldist.spec.kinds import distribution_kind
 
 _GPU_DISTRIBUTIONS = ("pytorch", "mpi")
 
@@ -65,7 +67,7 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
         return
     dist = distribution if isinstance(distribution, dict) else {}
     dist_type = dist.get("type")
-    dist_type = dist_type.lower() if isinstance(dist_type, str) else None
+    dist_type = distribution_kind(dist_type)
     where = origin or {}
     processes = _count(dist.get("process_count_per_instance"))
     if dist_type in _GPU_DISTRIBUTIONS and processes and size.gpus and processes > size.gpus:
@@ -87,21 +89,16 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
 
 # ---- local files ----
 
-def _is_remote(ref: str) -> bool:
-    lowered = ref.strip().lower()
-    return "://" in lowered or lowered.startswith(("azureml:", "git+", "git@", "http:", "https:"))
-
-
-def _local(ctx, ref):
-    if ctx.base_dir is None or not isinstance(ref, str) or not ref.strip() or _is_remote(ref):
+def local_file(ctx, ref):
+    """The absolute path a local reference names (:mod:`amldist.spec.paths`), else None."""
+    if ctx.base_dir is None or not paths.is_local(ref):
         return None
-    ref = ref.strip().removeprefix("file:")
-    return os.path.normpath(os.path.join(ctx.base_dir, os.path.expanduser(ref)))
+    return paths.local_path(ref, ctx.base_dir)
 
 
 def check_code(ctx, spec: dict, path=()) -> None:
     code = spec.get("code")
-    local = _local(ctx, code)
+    local = local_file(ctx, code)
     if local is not None and not os.path.exists(local):
         ctx.emit(path + ("code",), WARNING, "missing-code",
                  f"{dotted(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)",
@@ -130,7 +127,7 @@ def check_environment(ctx, spec: dict, path=()) -> None:
         if isinstance(dockerfile, str) and dockerfile.startswith("file:"):
             refs.append((env_path + ("docker", "build", "dockerfile"), dockerfile))
     for ref_path, ref in refs:
-        local = _local(ctx, ref)
+        local = local_file(ctx, ref)
         if local is not None and not os.path.exists(local):
             ctx.emit(ref_path, WARNING, "missing-environment-file",
                      f"{dotted(ref_path)}: {ref!r} does not exist (relative to the spec's folder)",

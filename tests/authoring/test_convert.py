@@ -10,11 +10,11 @@ from amldist.authoring.convert import (
     TIMEOUT_TAG,
     ConversionError,
     ConversionWarning,
-    component_to_job,
     convert_legacy,
     rebase_paths,
     v2_name,
 )
+from amldist.authoring.component_job import component_to_job
 from amldist.errors import UserError
 from amldist.authoring.legacy_builder import ComponentSpecError, v2_port_type
 from amldist.spec import CommandComponent, DistributedComponent, Launcher

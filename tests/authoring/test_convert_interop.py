@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from amldist.authoring.convert import component_to_job, convert_legacy
+from amldist.authoring.component_job import component_to_job
+from amldist.authoring.convert import convert_legacy
 from amldist.authoring.legacy_builder import distributed_component
 from tests.conftest import ROOT, conformance_files
 

@@ -35,9 +35,11 @@ def test_version_imports_nothing_heavy():
     assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "heavy="
 
 
-def test_counts_must_be_whole_numbers_of_at_least_one(cli, tmp_path):
-    for argv in (["submit", "job.yml", "--instance-count", "0"],
-                 ["submit", "job.yml", "--process-count-per-instance", "two"],
-                 ["convert", "legacy.yml", "--instance-count", "-1"]):
+def test_counts_must_be_whole_numbers_between_the_limits(cli, tmp_path):
+    for argv, problem in ((["submit", "job.yml", "--instance-count", "0"], "at least 1, got 0"),
+                          (["submit", "job.yml", "--process-count-per-instance", "two"], "whole number, got 'two'"),
+                          (["submit", "job.yml", "--process-count-per-instance", "100000"], "at most 1024"),
+                          (["submit", "job.yml", "--instance-count", "9" * 5000], "whole number"),
+                          (["convert", "legacy.yml", "--instance-count", "-1"], "at least 1, got -1")):
         code, _, err = cli(*argv)
-        assert code == 2 and ("at least 1" in err or "not a whole number" in err), (argv, err)
+        assert code == 2 and problem in err and "Traceback" not in err, (argv, err[-300:])

@@ -44,7 +44,7 @@ def component(optional):
 
 
 def test_component_to_job_reads_quoted_optional_words():
-    from amldist.authoring.convert import component_to_job
+    from amldist.authoring.component_job import component_to_job
 
     assert component_to_job(component("yes")).command == "python t.py"  # optional, unset: group dropped
     with pytest.raises(UserError, match="input 'n' is required"):

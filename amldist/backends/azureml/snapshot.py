@@ -36,15 +36,14 @@ worked or not.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from amldist.spec import paths
 from amldist.backends.runtime_bundle import RUNS_DIR, has_own_amldist, shim_files, write_file
 
-_REMOTE = re.compile(r"^(azureml:|[a-zA-Z][a-zA-Z0-9+.-]+://|git\+)")
 
 
 @dataclass
@@ -63,10 +62,6 @@ class Snapshot:
     files: list = field(default_factory=list)  # paths relative to the snapshot, "/"-separated
     warnings: list = field(default_factory=list)
     shim_added: bool = False
-
-
-def is_local_code(code: str) -> bool:
-    return not _REMOTE.match(code)
 
 
 def _ignore_file(folder: str):
@@ -106,11 +101,11 @@ def plan_snapshot(code: str | None, base_dir: str, command: str | None) -> Snaps
         if "amldist" not in (command or ""):
             return SnapshotPlan()
         return SnapshotPlan("code", dict(shim_files()), shim_added=True)
-    if not is_local_code(code):
+    if not paths.is_local(code):
         return SnapshotPlan(warnings=[
             f"code {code!r} is not a local folder: the amldist runtime shim cannot be added to it "
             "(the job must bring amldist.runtime itself if it uses it)"])
-    source = os.path.normpath(os.path.join(base_dir, code))
+    source = paths.local_path(code, base_dir)
     if not os.path.exists(source):
         return SnapshotPlan()  # the SDK reports the missing path in its own words
     name = os.path.basename(source.rstrip(os.sep)) or "code"

@@ -1,0 +1,71 @@
+"""Counts in a spec (nodes, processes, workers, timeouts): the one rule for what a valid count is.
+
+A count is a whole number (``bool`` is not one, nor ``4.0`` or ``"4"``) of at least its minimum
+(1, or 0 for ``parameter_server_count``) and at most its maximum. azure-ai-ml accepts 0, -4 and
+10**100 and leaves the service to refuse them after the upload; amldist refuses them first, the
+same way in the builders, ``convert``, the command-line options, the JSON Schemas (their
+``minimum``/``maximum`` are these numbers; a test ties them) and submit.
+
+The maximums are sanity bounds, far above any real cluster, that keep a typo (an extra ``000``)
+from planning a million processes: :data:`MAX_INSTANCE_COUNT` nodes, :data:`MAX_PROCESSES_PER_INSTANCE`
+processes per node (the largest HPC sizes have 176 cores). The local backend starts every process
+on this machine and has its own, lower limit, :data:`MAX_LOCAL_PROCESSES`.
+"""
+
+from __future__ import annotations
+
+MAX_INSTANCE_COUNT = 10_000
+MAX_PROCESSES_PER_INSTANCE = 1_024
+MAX_LOCAL_PROCESSES = 256
+
+
+# field name (the last part of its path) -> (minimum, maximum); other counts: at least 1, no maximum.
+LIMITS = {
+    "instance_count": (1, MAX_INSTANCE_COUNT),
+    "node_count": (1, MAX_INSTANCE_COUNT),
+    "process_count_per_instance": (1, MAX_PROCESSES_PER_INSTANCE),
+    "process_count_per_node": (1, MAX_PROCESSES_PER_INSTANCE),
+    "worker_count": (1, MAX_INSTANCE_COUNT),
+    "parameter_server_count": (0, MAX_INSTANCE_COUNT),
+}
+
+
+def limits(field: str) -> tuple[int, int | None]:
+    """(minimum, maximum) of the count called ``field`` (a name or a dotted path)."""
+    return LIMITS.get(field.rsplit(".", 1)[-1], (1, None))
+
+
+def field_problem(field: str, value) -> str | None:
+    """:func:`count_problem` with the limits of ``field``."""
+    minimum, maximum = limits(field)
+    return count_problem(value, minimum=minimum, maximum=maximum)
+
+
+def count_problem(value, *, minimum: int = 1, maximum: int | None = None) -> str | None:
+    """Why ``value`` is not a valid count (``"must be at least 1, got 0"``), or None when it is one."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"must be a whole number, got {_show(value)}"
+    if value < minimum:
+        return f"must be at least {minimum}, got {value}"
+    if maximum is not None and value > maximum:
+        return f"must be at most {maximum}, got {_show(value)}"
+    return None
+
+
+def parse_count(text: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """A count typed on the command line; ValueError with the problem as its message."""
+    stripped = text.strip()
+    if not stripped.lstrip("+-").isdigit() or len(stripped) > 30:
+        raise ValueError(f"must be a whole number, got {_show(text)}")
+    value = int(stripped)
+    problem = count_problem(value, minimum=minimum, maximum=maximum)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _show(value) -> str:
+    """A value as messages quote it, cut short (a 5,000-digit number is not worth printing)."""
+    text = repr(value) if not isinstance(value, int) or isinstance(value, bool) else str(value) \
+        if value.bit_length() < 200 else "a number with more than 60 digits"
+    return text if len(text) <= 60 else text[:57] + "..."
