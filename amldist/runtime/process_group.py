@@ -17,6 +17,7 @@ from collections.abc import Collection, MutableMapping
 from . import diagnostics
 from .detection import detect
 from .dist_env import DistEnv, DistEnvError
+from .env_reader import quote
 from .torchelastic import TorchElastic
 
 # With this set, torch's env:// rendezvous makes every rank a client of a store that torchrun's
@@ -57,7 +58,7 @@ def cuda_device_index(local_rank: int, device_count: int) -> int:
         return 0  # one GPU per process (e.g. Slurm --gpus-per-task=1): each sees only its own
     raise DistEnvError(
         f"local rank {local_rank} has no GPU: only {device_count} visible "
-        f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}); start at most "
+        f"(CUDA_VISIBLE_DEVICES={quote(os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>'))}); start at most "
         f"{device_count} processes per node"
     )
 
