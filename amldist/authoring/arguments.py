@@ -37,7 +37,7 @@ def count(field: str, value):
     problem = counts.field_problem(field, value)
     if problem:
         raise BuilderError(field, problem)
-    return value
+    return counts.as_count(value)
 
 
 def text(field: str, value, *, required: bool = False):

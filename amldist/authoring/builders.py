@@ -96,7 +96,7 @@ def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob
     notes = []
     if distribution_type in ("pytorch", "mpi"):
         given = arguments.count("process_count_per_instance", distribution["process_count_per_instance"])
-        distribution["process_count_per_instance"] = size_defaults.processes_per_node(size, given)
+        distribution["process_count_per_instance"] = size_defaults.processes_per_node(size, given, distribution_type)
         if given is None:
             notes.append(size_defaults.default_process_warning(size, instance_type, vm_size))
     spec = CommandJob(
@@ -123,7 +123,7 @@ def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob
         limits=Limits(timeout=t) if (t := arguments.timeout_seconds(args["timeout"])) is not None else None,
     )
     _check_with_validator(spec)
-    for category, message in [n for n in notes if n] + size_defaults.warnings_for(size, instance_count, env):
+    for category, message in [n for n in notes if n] + size_defaults.warnings_for(size, distribution_type, instance_count, env):
         warnings.warn(message, category, stacklevel=3)  # 3: the user's call of the builder
     return spec
 

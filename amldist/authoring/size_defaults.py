@@ -27,6 +27,7 @@ a "failed to resolve UCX endpoint" error, not for speed), ``NCCL_DEBUG`` (a logg
 from __future__ import annotations
 
 from amldist.spec import vm_sizes
+from amldist.spec.size_findings import size_findings
 from amldist.authoring.arguments import BuilderError
 
 GPU_INFINIBAND_ENV = {
@@ -91,19 +92,15 @@ def resolve_size(instance_type, vm_size):
     return size, written
 
 
-def processes_per_node(size, given):
-    """``given``, checked against the size's GPUs, or the default: one process per GPU.
-
-    Default 1 on CPU sizes, on sizes whose GPU count is unknown and without a size.
+def processes_per_node(size, given, distribution_type: str):
+    """``given``, checked against the size's GPUs (:mod:`amldist.spec.size_findings`), or the
+    default: one process per GPU; 1 on CPU sizes, on sizes whose GPU count is unknown and without a size.
     """
-    gpus = size.gpus if size is not None else None
     if given is None:
-        return gpus if gpus else 1
-    if gpus and given > gpus:
-        raise BuilderError(
-            "process_count_per_instance", f"{given} processes per node is more than the {gpus} GPUs of {size.name}",
-            hint=f"use at most {gpus} (one process per GPU), or a size with more GPUs",
-        )
+        return size.gpus if size is not None and size.gpus else 1
+    for found in size_findings(size, distribution_type=distribution_type, instance_count=None, process_count=given):
+        if found.code == "too-many-processes":
+            raise BuilderError("process_count_per_instance", found.message, hint=found.hint)
     return given
 
 
@@ -120,24 +117,13 @@ def infiniband_env(size, instance_count, user_env: dict) -> dict:
     return {k: v for k, v in wanted.items() if k not in user_env}
 
 
-def warnings_for(size, instance_count, env: dict) -> list[tuple[type, str]]:
-    """(category, message) pairs for the size and node count."""
-    out: list[tuple[type, str]] = []
-    nodes = instance_count or 1
-    if size is None or nodes <= 1:
-        return out
-    if not size.infiniband:
-        why = next((c for c in size.caveats if "SR-IOV" in c), None) or f"{size.name} has no InfiniBand"
-        out.append((
-            NoInfiniBandWarning,
-            f"{nodes} nodes of {size.name}: {why}; traffic between nodes goes over Ethernet, "
-            "which is often slower than training on one node. Use a size with 'r' "
-            "(e.g. Standard_ND96isr_H100_v5) for multi-node training",
-        ))
-    elif str(env.get("NCCL_IB_DISABLE", "")).strip() not in ("", "0"):
-        out.append((
-            BuilderWarning,
-            f"NCCL_IB_DISABLE={env['NCCL_IB_DISABLE']} turns InfiniBand off on {size.name}; "
-            "NCCL will use Ethernet between nodes",
-        ))
-    return out
+# the Python warning category of each size finding a builder reports
+WARNING_CATEGORIES = {"no-infiniband": NoInfiniBandWarning, "infiniband-disabled": BuilderWarning}
+
+
+def warnings_for(size, distribution_type: str, instance_count, env: dict) -> list[tuple[type, str]]:
+    """(category, message) pairs for the size and node count: the validator's own findings."""
+    found = size_findings(size, distribution_type=distribution_type, instance_count=instance_count,
+                          process_count=None, environment_variables=env)
+    return [(WARNING_CATEGORIES[f.code], f"{f.message}. {f.hint[:1].upper()}{f.hint[1:]}")
+            for f in found if f.code in WARNING_CATEGORIES]

@@ -1,6 +1,7 @@
 """Counts in a spec (nodes, processes, workers, timeouts): the one rule for what a valid count is.
 
-A count is a whole number (``bool`` is not one, nor ``4.0`` or ``"4"``) of at least its minimum
+A count is a whole number (``2`` or ``2.0``, as JSON Schema's ``integer`` and azure-ai-ml read it;
+not ``2.5``, ``true`` or ``"4"``) of at least its minimum
 (1, or 0 for ``parameter_server_count``) and at most its maximum. azure-ai-ml accepts 0, -4 and
 10**100 and leaves the service to refuse them after the upload; amldist refuses them first, the
 same way in the builders, ``convert``, the command-line options, the JSON Schemas (their
@@ -43,13 +44,19 @@ def field_problem(field: str, value) -> str | None:
 
 def count_problem(value, *, minimum: int = 1, maximum: int | None = None) -> str | None:
     """Why ``value`` is not a valid count (``"must be at least 1, got 0"``), or None when it is one."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()):
         return f"must be a whole number, got {_show(value)}"
     if value < minimum:
         return f"must be at least {minimum}, got {value}"
     if maximum is not None and value > maximum:
         return f"must be at most {maximum}, got {_show(value)}"
     return None
+
+
+def as_count(value):
+    """A valid count as an ``int`` (``2.0`` -> ``2``); anything else unchanged, for the rule to report."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def parse_count(text: str, *, minimum: int = 1, maximum: int | None = None) -> int:

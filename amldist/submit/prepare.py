@@ -28,7 +28,7 @@ import os
 
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.spec import overrides
+from amldist.spec import counts, overrides
 from amldist.submit.prepared import Prepared
 
 
@@ -119,7 +119,14 @@ def _as_job(spec, base_dir: str, input_values: dict, instance_count, process_cou
 
 
 def _normalise(job) -> None:
-    """Fold what Azure ML reads case-insensitively, so that nothing after this step folds it again."""
-    if job.distribution is not None and not isinstance(job.distribution, dict) and job.distribution.kind:
-        job.distribution = copy.copy(job.distribution)
-        job.distribution.type = job.distribution.kind
+    """Fold what Azure ML reads loosely (the distribution type's case, ``2.0`` for a count), so that
+    nothing after this step reads it loosely again."""
+    dist, resources = job.distribution, job.resources
+    if dist is not None and not isinstance(dist, dict):
+        job.distribution = dist = copy.copy(dist)
+        dist.type = dist.kind or dist.type
+        for name in ("process_count_per_instance", "worker_count", "parameter_server_count"):
+            setattr(dist, name, counts.as_count(getattr(dist, name)))
+    if resources is not None and not isinstance(resources, dict):
+        job.resources = resources = copy.copy(resources)
+        resources.instance_count = counts.as_count(resources.instance_count)

@@ -1,13 +1,9 @@
 """Rules a JSON Schema cannot express, each with its own code.
 
 - placeholders and optional groups: see ``command_rules.py``;
-- ``too-many-processes``: ``process_count_per_instance`` above the GPUs of
-  ``resources.instance_type``. Only for GPU sizes the catalog knows the GPU
-  count of: an unknown size, a guess without a GPU count, or a CPU size (MPI
-  with many ranks per CPU node is normal) is skipped;
-- ``no-infiniband`` (warning): more than one node of a GPU size without
-  InfiniBand in a distributed job (NCCL falls back to TCP between nodes); only
-  for sizes in the catalog (a name guess cannot tell InfiniBand reliably);
+- ``too-many-processes``, ``no-infiniband`` and ``infiniband-disabled``: what
+  ``resources.instance_type`` says about the counts, the builders' rule
+  (:mod:`amldist.spec.size_findings`);
 - ``missing-code`` / ``missing-environment-file`` (warnings): a local ``code:``
   folder, ``file:`` environment, ``conda_file`` or ``build.path`` that does not
   exist relative to the spec's folder (remote and ``azureml:`` references are
@@ -20,7 +16,6 @@ import os
 
 from amldist.diagnostics import ERROR, WARNING
 from amldist.spec import paths
-from amldist.spec.kinds import distribution_kind
 
 _GPU_DISTRIBUTIONS = ("pytorch", "mpi")
 
@@ -53,38 +48,28 @@ def _count(value):
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=None) -> None:
-    """Size rules for one job, component or node; ``origin`` maps a key to where it came from."""
+def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=None, environment_variables=None) -> None:
+    """Size rules for one job, component or node (:mod:`amldist.spec.size_findings`, the builders'
+    rule too); ``origin`` maps a key to where it came from."""
     if not isinstance(resources, dict):
         return
     instance_type = resources.get("instance_type")
     if not isinstance(instance_type, str) or not instance_type:
         return
     from amldist.spec import vm_sizes
+    from amldist.spec.size_findings import size_findings
 
-    size = vm_sizes.lookup(instance_type)
-    if size is None:
-        return
     dist = distribution if isinstance(distribution, dict) else {}
-    dist_type = dist.get("type")
-    dist_type = distribution_kind(dist_type)
     where = origin or {}
-    processes = _count(dist.get("process_count_per_instance"))
-    if dist_type in _GPU_DISTRIBUTIONS and processes and size.gpus and processes > size.gpus:
-        key_path = where.get("process_count_per_instance", dist_path + ("process_count_per_instance",))
-        ctx.emit(key_path, ERROR, "too-many-processes",
-                 f"{dotted(dist_path)}.process_count_per_instance is {processes} but {size.name} has "
-                 f"{size.gpus} GPU{'s' if size.gpus != 1 else ''}",
-                 f"use at most {size.gpus} (one process per GPU) or a larger size",
-                 field_path=dist_path + ("process_count_per_instance",))
-    nodes = _count(resources.get("instance_count"))
-    if dist_type and nodes and nodes > 1 and not size.infiniband and size.gpus and not size.guess:
-        key_path = where.get("instance_count", res_path + ("instance_count",))
-        ctx.emit(key_path, WARNING, "no-infiniband",
-                 f"{dotted(res_path)}.instance_count is {nodes} but {size.name} has no InfiniBand: "
-                 "NCCL traffic between nodes goes over TCP",
-                 "for multi-node training pick an InfiniBand size (an 'r' size such as Standard_ND96asr_v4)"
-                 " or train on one node", field_path=res_path + ("instance_count",))
+    for found in size_findings(vm_sizes.lookup(instance_type), distribution_type=dist.get("type"),
+                               instance_count=resources.get("instance_count"),
+                               process_count=dist.get("process_count_per_instance"),
+                               environment_variables=environment_variables):
+        section, key = found.field.split(".", 1)
+        base = {"distribution": dist_path, "resources": res_path}.get(section, res_path[:-1] + (section,))
+        field_path = base + (key,)
+        ctx.emit(where.get(key, field_path), found.severity, found.code, f"{dotted(field_path)}: {found.message}", found.hint,
+                 field_path=field_path)
 
 
 # ---- local files ----

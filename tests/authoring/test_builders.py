@@ -315,7 +315,7 @@ def test_a_builder_error_is_a_one_line_user_error_with_a_hint():
         build(instance_type="Standard_NC6s_v3", process_count_per_instance=2)
     err = info.value
     assert isinstance(err, UserError) and err.exit_code == 2
-    assert err.message == "process_count_per_instance: 2 processes per node is more than the 1 GPUs of Standard_NC6s_v3"
+    assert err.message == "process_count_per_instance: 2 processes per node is more than the 1 GPU of Standard_NC6s_v3"
     assert "at most 1" in err.hint and "\n" not in err.message + err.hint
 
 

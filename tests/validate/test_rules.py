@@ -157,8 +157,10 @@ def sized(kind_text, processes, nodes, size, dist="pytorch"):
     (4, 2, "Standard_NC24s_v3", ["no-infiniband"]),
     (4, 2, "Standard_NC24rs_v3", []),
     (64, 4, "Standard_HB120rs_v3", []),  # CPU size: many MPI ranks per node are normal
-    (64, 4, "Standard_D4s_v3", []),  # CPU size guessed from the name
-    (64, 4, "Standard_NC999xyz_v9", []),  # a guess with no GPU count: skipped
+    # several nodes without InfiniBand warn for CPU sizes and name guesses too, as the builders warn
+    (64, 4, "Standard_D4s_v3", ["no-infiniband"]),  # CPU size guessed from the name
+    (64, 4, "Standard_NC999xyz_v9", ["no-infiniband"]),  # a guess: no GPU count to check, no 'r'
+    (64, 4, "Standard_NC999rxyz_v9", []),  # a guess with 'r': InfiniBand assumed
     (64, 4, "my-k8s-instance-type", []),  # not an Azure size at all
 ])
 def test_size_rules(processes, nodes, size, expected):

@@ -37,16 +37,17 @@ import time
 from dataclasses import dataclass, field
 
 from amldist.backends.local import launchers as envs
+from amldist.backends.local.code_copy import check_code_source
 from amldist.backends.local.command import literal_text, render
 from amldist.backends.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
+from amldist.spec import counts, paths
 from amldist.spec.booleans import is_optional
 from amldist.spec.overrides import is_path_input
 from amldist.spec.secrets import mask_env
 from amldist.submit.prepared import Prepared, SubmitOptions
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 FILE_OUTPUTS = {"uri_file"}
 
 
@@ -84,6 +85,7 @@ class LocalPlan:
     grace_seconds: float = 5.0
     stream: bool = False
     status_line: bool | None = None
+    python: str = ""  # the interpreter `python` runs in every process (launchers.python_path)
 
     @property
     def code_dir(self) -> str:
@@ -120,10 +122,12 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     command = render(job.command, values, file=file)
 
     layout = launcher_layout(job, file)
-    notes = list(layout.notes)
+    notes = list(layout.notes) + envs.assign_gpus(layout, envs.visible_gpus(environ))
     removed = sorted(k for k in environ if envs.is_launcher_variable(k))
     base = envs.clean_environ(environ)
     job_vars = {str(k): "" if v is None else literal_text(v) for k, v in (job.environment_variables or {}).items()}
+    python = envs.interpreter(options.python, base)
+    job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     info = envs.run_info(name, layout.nodes)
     cwd = os.path.join(run_dir, "code")
     shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
@@ -149,25 +153,39 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     timeout = getattr(job.limits, "timeout", None) if job.limits is not None else None
     return LocalPlan(name, run_dir, code_source, command, layout.kind, ranks, processes, outputs,
                      timeout=int(timeout) if timeout else None, removed=removed, busy_port=layout.busy_port,
-                     notes=notes, add_runtime=add_runtime, job_yaml=job.to_yaml(),
-                     grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line)
+                     notes=notes, add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
+                     grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
+                     python=python)
+
+
+def rerunnable_yaml(job, base_dir: str, run_dir: str) -> str:
+    """The run folder's ``job.yml``: the job as run, its relative ``code:`` and input paths rewritten
+    for the run folder, so that ``amldist submit <run>/job.yml --local`` runs it again."""
+    import dataclasses
+
+    inputs = {name: {**spec, "path": paths.rebase(spec["path"], base_dir, run_dir)}
+              if isinstance(spec, dict) and isinstance(spec.get("path"), str) else spec
+              for name, spec in (job.inputs or {}).items()}
+    code = paths.rebase(job.code, base_dir, run_dir) if isinstance(job.code, str) else job.code
+    return dataclasses.replace(job, code=code, inputs=inputs if job.inputs is not None else None).to_yaml()
 
 
 def launcher_layout(job, file: str) -> envs.Layout:
+    """Every process the job starts; the count of processes is checked against
+    :data:`amldist.spec.counts.MAX_LOCAL_PROCESSES` before any is laid out."""
     nodes = _count(getattr(job.resources, "instance_count", None), 1, "resources.instance_count", file)
     dist = job.distribution
-    kind = str(dist.type).lower() if dist is not None and dist.type else None
+    kind = dist.kind if dist is not None else None
     if kind is None:
-        return envs.single_layout(nodes)
-    if kind == "pytorch":
+        return envs.single_layout(_local_limit(nodes, file))
+    if kind in ("pytorch", "mpi"):
         per_node = _count(dist.process_count_per_instance, 1, "distribution.process_count_per_instance", file)
-        return envs.pytorch_layout(nodes, per_node)
-    if kind == "mpi":
-        per_node = _count(dist.process_count_per_instance, 1, "distribution.process_count_per_instance", file)
-        return envs.mpi_layout(nodes, per_node)
+        _local_limit(nodes * per_node, file)
+        return envs.pytorch_layout(nodes, per_node) if kind == "pytorch" else envs.mpi_layout(nodes, per_node)
     if kind == "tensorflow":
         workers = _count(dist.worker_count, nodes, "distribution.worker_count", file)
-        ps = _count(dist.parameter_server_count, 0, "distribution.parameter_server_count", file, minimum=0)
+        ps = _count(dist.parameter_server_count, 0, "distribution.parameter_server_count", file)
+        _local_limit(workers + ps, file)
         return envs.tensorflow_layout(workers, ps)
     raise UserError(f"{file}: distribution type {dist.type!r} is not emulated by the local backend",
                     hint="pytorch, mpi and tensorflow run locally; submit this job to Azure ML instead")
@@ -217,13 +235,13 @@ def code_folder(code, base_dir: str, file: str) -> str | None:
     if code is None:
         return None
     text = str(code)
-    if _URI.match(text) and not text.startswith("file:"):
+    if not paths.is_local(text):
         raise UserError(f"{file}: code {text!r} is not a local folder; the local backend needs one",
                         hint="--set code=./src (relative to the YAML file)")
-    text = re.sub(r"^file:(//)?", "", text)
-    path = os.path.normpath(os.path.join(base_dir, os.path.expanduser(text)))
+    path = paths.local_path(text, base_dir)
     if not os.path.isdir(path):
         raise UserError(f"{file}: code folder {text!r} does not exist (looked for {path})")
+    check_code_source(path, file)
     return path
 
 
@@ -250,11 +268,10 @@ def _local_path(name: str, spec: dict, base_dir: str, file: str) -> str | None:
             return None
         raise UserError(f"{file}: input {name!r} has no path", hint=f"pass --input {name}=./local/path")
     text = str(path)
-    if _URI.match(text) and not text.startswith("file:") and not re.match(r"^[A-Za-z]:[\\/]", text):
+    if not paths.is_local(text):
         raise UserError(f"{file}: input {name!r} is {text!r}, which is not on this machine",
                         hint=f"pass --input {name}=./local/copy for a local run")
-    text = re.sub(r"^file:(//)?", "", text)
-    local = os.path.normpath(os.path.join(base_dir, os.path.expanduser(text)))
+    local = paths.local_path(text, base_dir)
     if not os.path.exists(local):
         raise UserError(f"{file}: input {name!r}: {text} does not exist (looked for {local})",
                         hint=f"create it, or pass --input {name}=PATH")
@@ -266,12 +283,23 @@ def _local_path(name: str, spec: dict, base_dir: str, file: str) -> str | None:
     return local
 
 
-def _count(value, default: int, field_name: str, file: str, *, minimum: int = 1) -> int:
+def _count(value, default: int, field_name: str, file: str) -> int:
+    """A count of the job, or its default when unset. A prepared job is validated; this guards the
+    Python API (a Prepared built by hand) with the same rule, :mod:`amldist.spec.counts`."""
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UserError(f"{file}: {field_name} must be an integer >= {minimum}, not {value!r}")
-    return value
+    problem = counts.field_problem(field_name, value)
+    if problem:
+        raise UserError(f"{file}: {field_name} {problem}")
+    return counts.as_count(value)
+
+
+def _local_limit(processes: int, file: str) -> int:
+    if processes > counts.MAX_LOCAL_PROCESSES:
+        raise UserError(f"{file}: the job would start {processes} processes on this machine; the local backend "
+                        f"starts at most {counts.MAX_LOCAL_PROCESSES}",
+                        hint="lower --instance-count / --process-count-per-instance for a local run")
+    return processes
 
 
 def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
@@ -280,7 +308,8 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
     lines = [f"job {p.job_name}: {p.kind}, {len(p.ranks)} process(es); run folder {rel(p.run_dir)} (not created)"]
     lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.code_dir) if p.code_source else 'none'}"
                  + (" (+ amldist/runtime)" if p.add_runtime else ""))
-    lines.append("environment: not built locally; the command runs with this machine's tools (python on PATH)")
+    lines.append(f"environment: not built locally; the command runs with this machine's tools, python = {p.python} "
+                 "(--python to choose another)")
     for out_name, (path, _) in p.outputs.items():
         lines.append(f"output {out_name}: {rel(path)}")
     if p.timeout:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
 from amldist.submit.prepared import Prepared, SubmitOptions
+from amldist.backends.local.launchers import python_path
 from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
 from amldist.spec import loads
@@ -39,6 +41,7 @@ def test_pytorch_ranks_get_exactly_azure_mls_variables(tmp_path):
     for index, rank in enumerate(p.ranks):
         node, local = divmod(index, 2)
         assert rank.added == {
+            "PATH": python_path(os.environ["PATH"], sys.executable, os.path.join(p.run_dir, "bin")),
             "AZUREML_RUN_ID": p.job_name, "AZUREML_NODE_COUNT": "2",
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "WORLD_SIZE": "4",
             "NODE_RANK": str(node), "RANK": str(index), "LOCAL_RANK": str(local),
@@ -91,7 +94,7 @@ def test_mpi_on_several_nodes_is_emulated_per_node(tmp_path):
     master = f"127.0.0.1:{p.busy_port}"
     for index, rank in enumerate(p.ranks):
         local = index % 2
-        assert {k: v for k, v in rank.added.items() if not k.startswith("AZUREML_")} == {
+        assert {k: v for k, v in rank.added.items() if not k.startswith("AZUREML_") and k != "PATH"} == {
             "OMPI_COMM_WORLD_RANK": str(index), "OMPI_COMM_WORLD_SIZE": "4",
             "OMPI_COMM_WORLD_LOCAL_RANK": str(local), "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
             "OMPI_COMM_WORLD_NODE_RANK": str(local), "AZ_BATCH_MASTER_NODE": master,
