@@ -133,8 +133,19 @@ def test_every_layer_reads_a_code_path_the_same_way(tmp_path, text, kind):
 
 # 2.0 is a whole number to JSON Schema and to azure-ai-ml (which reads it as 2); 2.5 is not
 COUNT_CASES = [(1, True), (8, True), (0, False), (-4, False), (True, False), (2.0, True), (2.5, False), ("4", False),
-               (counts.MAX_PROCESSES_PER_INSTANCE, True), (counts.MAX_PROCESSES_PER_INSTANCE + 1, False),
+               (counts.MAX_COUNT, True), (counts.MAX_COUNT + 1, False),
                (10**100, False)]
+
+
+def test_the_schemas_bound_counts_with_the_spec_rule():
+    import json
+
+    from tests.conftest import ROOT
+
+    defs = json.loads((ROOT / "amldist" / "schemas" / "common.schema.json").read_text())["$defs"]
+    for name in ("count", "countOrBinding", "zeroOrMore", "zeroOrMoreOrBinding"):
+        assert defs[name]["maximum"] == counts.MAX_COUNT
+        assert defs[name]["minimum"] == (0 if name.startswith("zero") else 1)
 
 
 @pytest.mark.parametrize("value,valid", COUNT_CASES)

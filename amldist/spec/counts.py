@@ -7,33 +7,25 @@ not ``2.5``, ``true`` or ``"4"``) of at least its minimum
 same way in the builders, ``convert``, the command-line options, the JSON Schemas (their
 ``minimum``/``maximum`` are these numbers; a test ties them) and submit.
 
-The maximums are sanity bounds, far above any real cluster, that keep a typo (an extra ``000``)
-from planning a million processes: :data:`MAX_INSTANCE_COUNT` nodes, :data:`MAX_PROCESSES_PER_INSTANCE`
-processes per node (the largest HPC sizes have 176 cores). The local backend starts every process
-on this machine and has its own, lower limit, :data:`MAX_LOCAL_PROCESSES`.
+The maximum, :data:`MAX_COUNT`, is a sanity bound far above any real cluster (the largest HPC
+sizes have 176 cores) that keeps a typo (an extra ``000``) from planning a million processes. The
+local backend starts every process on this machine and has its own, lower limit,
+:data:`MAX_LOCAL_PROCESSES`.
 """
 
 from __future__ import annotations
 
-MAX_INSTANCE_COUNT = 10_000
-MAX_PROCESSES_PER_INSTANCE = 1_024
+MAX_COUNT = 10_000
 MAX_LOCAL_PROCESSES = 256
 
 
-# field name (the last part of its path) -> (minimum, maximum); other counts: at least 1, no maximum.
-LIMITS = {
-    "instance_count": (1, MAX_INSTANCE_COUNT),
-    "node_count": (1, MAX_INSTANCE_COUNT),
-    "process_count_per_instance": (1, MAX_PROCESSES_PER_INSTANCE),
-    "process_count_per_node": (1, MAX_PROCESSES_PER_INSTANCE),
-    "worker_count": (1, MAX_INSTANCE_COUNT),
-    "parameter_server_count": (0, MAX_INSTANCE_COUNT),
-}
+# field name (the last part of its path) -> its minimum; every other count starts at 1.
+MINIMUMS = {"parameter_server_count": 0}
 
 
 def limits(field: str) -> tuple[int, int | None]:
     """(minimum, maximum) of the count called ``field`` (a name or a dotted path)."""
-    return LIMITS.get(field.rsplit(".", 1)[-1], (1, None))
+    return MINIMUMS.get(field.rsplit(".", 1)[-1], 1), MAX_COUNT
 
 
 def field_problem(field: str, value) -> str | None:

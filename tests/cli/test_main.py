@@ -38,7 +38,7 @@ def test_version_imports_nothing_heavy():
 def test_counts_must_be_whole_numbers_between_the_limits(cli, tmp_path):
     for argv, problem in ((["submit", "job.yml", "--instance-count", "0"], "at least 1, got 0"),
                           (["submit", "job.yml", "--process-count-per-instance", "two"], "whole number, got 'two'"),
-                          (["submit", "job.yml", "--process-count-per-instance", "100000"], "at most 1024"),
+                          (["submit", "job.yml", "--process-count-per-instance", "100000"], "at most 10000"),
                           (["submit", "job.yml", "--instance-count", "9" * 5000], "whole number"),
                           (["convert", "legacy.yml", "--instance-count", "-1"], "at least 1, got -1")):
         code, _, err = cli(*argv)
