@@ -83,3 +83,12 @@ def test_visible_gpu_count_from_device_files(monkeypatch, tmp_path):
     for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"):
         (tmp_path / name).touch()
     assert visible_gpu_count({}, dev=str(tmp_path)) == 2
+
+
+def test_odd_values_are_shown_on_one_line_and_cut():
+    lines = diagnose(RANK0_OF_8, {"NCCL_SOCKET_IFNAME": "eth0\nWARNING fake", "UCX_TLS": "x" * 10_000,
+                                  "CUDA_VISIBLE_DEVICES": "0\x00"}, gpu_count=1, infiniband=False)
+    assert "NCCL_SOCKET_IFNAME=eth0\\nWARNING fake" in lines
+    assert "visible GPUs: 1 (CUDA_VISIBLE_DEVICES=0\\x00)" in lines
+    assert [line for line in lines if line.startswith("UCX_TLS=")] == [f"UCX_TLS={'x' * 200}... (10000 characters)"]
+    assert all("\n" not in line for line in lines)

@@ -283,3 +283,24 @@ def test_print_exits_0_with_json_or_2_with_one_line(clean_os_environ, capsys, en
     else:
         assert code == 2 and out == "", (code, out, err)
         assert re.fullmatch(r"amldist\.runtime: error: [^\n]+\n", err), err
+
+
+def test_init_distributed_refuses_a_malformed_value_before_forming_a_group(clean_os_environ):
+    torch_distributed = pytest.importorskip("torch.distributed")
+    from amldist.runtime import init_distributed
+
+    clean_os_environ.update(SLURM, SLURM_TASKS_PER_NODE="4(x9999999999)", RANK="1" * 5000)
+    with pytest.raises(DistEnvError, match=r"SLURM_TASKS_PER_NODE='4\(x9999999999\)'") as caught:
+        init_distributed()
+    assert "\n" not in str(caught.value)
+    assert not torch_distributed.is_initialized()
+    assert "MASTER_ADDR" not in os.environ  # nothing exported
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the signal mask from /proc")
+def test_exec_mode_starts_the_command_with_sigpipe_at_its_default(base_env):
+    """Python ignores SIGPIPE and exec keeps ignored signals: restored, ``CMD | head`` ends CMD as a shell would."""
+    result = run_module(["--", "cat", "/proc/self/status"], base_env)
+    assert result.returncode == 0, result.stderr
+    ignored = int(re.search(r"^SigIgn:\s*([0-9a-f]+)$", result.stdout, re.M)[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
