@@ -185,7 +185,7 @@ def test_bytecode_caches_are_not_shipped(tmp_path, code, monkeypatch):
     (runtime / "__pycache__").mkdir()
     (runtime / "__pycache__" / "_env.cpython-311.pyc").write_bytes(b"\0")
     (runtime / "stray.pyc").write_bytes(b"\0")
-    with open(runtime / "_env.py", "a") as fh:
+    with open(runtime / "env_reader.py", "a") as fh:
         fh.write("# the copy\n")  # proves the snapshot was filled from this folder
     monkeypatch.setattr(amldist.runtime, "RUNTIME_DIR", Path(runtime))  # what bundle_files() lists from
     work = tmp_path / "work"
@@ -193,7 +193,7 @@ def test_bytecode_caches_are_not_shipped(tmp_path, code, monkeypatch):
     snap = build_snapshot("src", str(tmp_path), None, str(work))
     shipped = [f for f in tree(snap.path) if f.startswith("amldist/runtime/")]
     assert sorted(shipped) == RUNTIME_FILES
-    assert (Path(snap.path) / "amldist" / "runtime" / "_env.py").read_text().endswith("# the copy\n")
+    assert (Path(snap.path) / "amldist" / "runtime" / "env_reader.py").read_text().endswith("# the copy\n")
 
 
 def test_local_run_folders_are_not_uploaded(tmp_path, code):
