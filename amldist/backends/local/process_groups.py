@@ -62,7 +62,7 @@ def session_members(sessions: set[int]) -> set[int]:
 
 
 def children_of(parent: int) -> set[int]:
-    """Live (not zombie) and zombie children of ``parent``, as (pid) from ``/proc`` (Linux), else empty."""
+    """The pids of ``parent``'s children, zombies included (they still need reaping); Linux, else empty."""
     found: set[int] = set()
     if not os.path.isdir(_PROC):
         return found
