@@ -115,3 +115,14 @@ def test_the_run_folders_job_yml_points_at_the_same_code_and_inputs(tmp_path):
     assert os.path.normpath(os.path.join(p.run_dir, saved["code"])) == str(tmp_path / "src")
     assert os.path.normpath(os.path.join(p.run_dir, saved["inputs"]["data"]["path"])) == str(tmp_path / "data")
     assert saved["command"] == "python worker.py --data ${{inputs.data}}"
+
+
+def test_code_slash_is_refused_before_anything_runs(tmp_path):
+    path = write_job(tmp_path, "command: ls\n")
+    path.write_text(path.read_text().replace("code: src", "code: /"))
+    job = loads(path.read_text(), file=str(path))
+    with pytest.raises(UserError) as info:
+        plan(Prepared(job, str(path), str(tmp_path)), SubmitOptions(run_root=str(tmp_path / "runs")),
+             environ={"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": ""})
+    assert "filesystem root" in info.value.message and str(path) in info.value.message
+    assert not (tmp_path / "runs").exists()
