@@ -1,9 +1,23 @@
-"""Which of the four documents a mapping is, from ``type`` and ``$schema``.
+"""What kind of Azure ML document a mapping is: ``$schema`` first, then its shape.
 
-``$schema`` wins when it names a kind (Azure's files carry it); otherwise
-``type`` decides. A ``type: command`` file without ``$schema`` is a component
-when it has a ``version`` or ``is_deterministic`` and none of the job-only keys,
-and a job otherwise (what ``az ml job create`` would take it for).
+:func:`recognise` names every Azure ML YAML kind it can tell (jobs, components,
+environments, data, models, compute, endpoints, deployments, workspaces,
+connections, registries, schedules, datastores, feature stores, ...).
+:data:`VALIDATED` are the kinds amldist checks; :func:`detect_kind` returns one of
+them or None, so a kind amldist does not model (a sweep job, a batch deployment,
+a promptflow ``flow.dag.yaml``) is reported as skipped, never checked as another.
+
+- ``$schema``: its last path segment, lower-cased, without ``.schema.json`` /
+  ``.json`` (``.../latest/pipelineComponent.schema.json`` -> ``pipelinecomponent``),
+  matched exactly (``pipelineComponentBatchDeployment`` is no pipeline component).
+  A ``type`` that contradicts a job or component ``$schema`` (``type: parallel``
+  under ``commandComponent.schema.json``) wins: azure-ai-ml's loaders pick the
+  class by ``type``. Any other ``$schema`` is recognised as that (unvalidated) kind.
+- shape, without ``$schema``: ``type`` decides; ``command`` and ``pipeline`` files
+  are components when they have a ``version`` or ``is_deterministic`` and none
+  of the job-only keys (what ``az ml job create`` / ``component create`` would
+  take them for); a few keys tell the non-job kinds apart (``endpoint_name``: a
+  deployment, ``auth_mode``: an endpoint, ``trigger``: a schedule, ...).
 """
 
 from __future__ import annotations
@@ -11,45 +25,120 @@ from __future__ import annotations
 COMMAND_JOB = "command_job"
 COMMAND_COMPONENT = "command_component"
 PIPELINE_JOB = "pipeline_job"
+PIPELINE_COMPONENT = "pipeline_component"
 DISTRIBUTED_COMPONENT = "distributed_component"
+VALIDATED = (COMMAND_JOB, COMMAND_COMPONENT, PIPELINE_JOB, PIPELINE_COMPONENT, DISTRIBUTED_COMPONENT)
 
-_SCHEMA_HINTS = (  # substring of a lower-cased $schema URL -> kind
-    ("distributedcomponent", DISTRIBUTED_COMPONENT),
-    ("commandcomponent", COMMAND_COMPONENT),
-    ("commandjob", COMMAND_JOB),
-    ("pipelinejob", PIPELINE_JOB),
-)
+_VALIDATED_SCHEMAS = {  # $schema segment -> kind amldist validates
+    "distributedcomponent": DISTRIBUTED_COMPONENT,
+    "commandcomponent": COMMAND_COMPONENT,
+    "commandjob": COMMAND_JOB,
+    "pipelinejob": PIPELINE_JOB,
+    "pipelinecomponent": PIPELINE_COMPONENT,
+}
+# Job/component types azure-ai-ml knows besides command and pipeline (recognised, not validated).
+_OTHER_JOB_TYPES = ("sweep", "spark", "parallel", "automl", "import", "data_transfer", "finetuning",
+                    "distillation", "flow")
+# ``type:`` values of the non-job kinds, as their YAML files write them.
+_TYPE_KINDS = {
+    "amlcompute": "compute", "computeinstance": "compute", "kubernetes": "compute",
+    "virtualmachine": "compute", "synapsespark": "compute", "serverless": "compute",
+    "azure_blob": "datastore", "azure_file": "datastore", "azure_data_lake_gen1": "datastore",
+    "azure_data_lake_gen2": "datastore", "one_lake": "datastore",
+    "uri_file": "data", "uri_folder": "data", "mltable": "data",
+    "mlflow_model": "model", "custom_model": "model", "triton_model": "model",
+    "git": "connection", "python_feed": "connection", "container_registry": "connection",
+    "azure_open_ai": "connection", "azure_sql_db": "connection", "s3": "connection",
+    "snowflake": "connection", "custom": "connection", "api_key": "connection",
+    "managed": "online_deployment",
+}
 # queue_settings is not here: components may carry it too (azure-ai-ml models it on both).
-_JOB_ONLY_KEYS = ("compute", "experiment_name", "limits", "services", "identity")
+_JOB_ONLY_KEYS = ("compute", "experiment_name", "limits", "services", "identity", "settings")
 
 
 def is_legacy_type(value) -> bool:
     return isinstance(value, str) and value.split("@", 1)[0].lower() == "distributedcomponent"
 
 
-def detect_kind(data) -> str | None:
-    """The kind of a loaded document, or None when it is not a spec amldist handles."""
-    if not isinstance(data, dict):
+def schema_segment(schema) -> str | None:
+    """``https://.../latest/pipelineComponent.schema.json`` -> ``pipelinecomponent``."""
+    if not isinstance(schema, str) or not schema.strip():
         return None
-    schema = data.get("$schema")
-    if isinstance(schema, str):
-        lowered = schema.lower()
-        for hint, kind in _SCHEMA_HINTS:
-            if hint in lowered:
-                return kind
-    type_ = data.get("type")
-    if is_legacy_type(type_):
+    segment = schema.strip().rstrip("/").rsplit("/", 1)[-1].split("#", 1)[0].lower()
+    for suffix in (".schema.json", ".json", ".yaml", ".yml"):
+        if segment.endswith(suffix):
+            return segment[: -len(suffix)]
+    return segment
+
+
+def _type_of(data: dict) -> str | None:
+    value = data.get("type")
+    return value.strip().lower() if isinstance(value, str) and value.strip() else None
+
+
+def _job_or_component(data: dict, type_: str | None) -> str | None:
+    """The kind of a job/component-shaped mapping without ``$schema``, from ``type``."""
+    if is_legacy_type(data.get("type")):
         return DISTRIBUTED_COMPONENT
-    if isinstance(type_, str) and type_.lower() == "pipeline":
-        return PIPELINE_JOB
-    if (isinstance(type_, str) and type_.lower() == "command") or (type_ is None and "command" in data):
-        looks_like_component = "version" in data or "is_deterministic" in data
-        if looks_like_component and not any(key in data for key in _JOB_ONLY_KEYS):
-            return COMMAND_COMPONENT
-        return COMMAND_JOB
+    looks_like_component = ("version" in data or "is_deterministic" in data) and not any(
+        key in data for key in _JOB_ONLY_KEYS)
+    if type_ == "pipeline":
+        return PIPELINE_COMPONENT if looks_like_component else PIPELINE_JOB
+    if type_ == "command" or (type_ is None and "command" in data):
+        return COMMAND_COMPONENT if looks_like_component else COMMAND_JOB
+    if type_ in _OTHER_JOB_TYPES:
+        return f"{type_}_{'component' if looks_like_component else 'job'}"
     if type_ is None and "launcher" in data:
         return DISTRIBUTED_COMPONENT
     return None
+
+
+def recognise(data) -> str | None:
+    """The kind of a loaded document (validated or not), or None when no Azure ML kind fits."""
+    if not isinstance(data, dict):
+        return None
+    type_ = _type_of(data)
+    segment = schema_segment(data.get("$schema"))
+    if segment is not None:
+        kind = _VALIDATED_SCHEMAS.get(segment)
+        if kind is None:
+            return segment  # an Azure ML kind amldist does not validate (batchdeployment, flow, ...)
+        family = {COMMAND_JOB: "command", COMMAND_COMPONENT: "command", PIPELINE_JOB: "pipeline",
+                  PIPELINE_COMPONENT: "pipeline"}.get(kind)
+        if family is not None and type_ not in (None, family) and (
+                type_ in _OTHER_JOB_TYPES or type_ in ("command", "pipeline")):
+            # type: parallel under commandComponent.schema.json, type: command under pipelineComponent
+            return f"{type_}_{'component' if segment.endswith('component') else 'job'}"
+        return kind
+    kind = _job_or_component(data, type_)
+    if kind is not None:
+        return kind
+    if type_ in _TYPE_KINDS:
+        return _TYPE_KINDS[type_]
+    return _by_keys(data)
+
+
+def _by_keys(data: dict) -> str | None:
+    """Non-job kinds without ``$schema`` or ``type``, told apart by the keys only they have."""
+    if "endpoint_name" in data:
+        return "deployment"
+    if "auth_mode" in data or "traffic" in data:
+        return "endpoint"
+    if "trigger" in data and ("create_job" in data or "create_monitor" in data):
+        return "schedule"
+    if "replication_locations" in data:
+        return "registry"
+    if "model_id" in data and "name" in data:
+        return "serverless_endpoint"
+    if "name" in data and {"image", "build", "conda_file"} & data.keys() and not {"command", "jobs"} & data.keys():
+        return "environment"
+    return None
+
+
+def detect_kind(data) -> str | None:
+    """The kind of a loaded document when amldist validates it, else None (see :func:`recognise`)."""
+    kind = recognise(data)
+    return kind if kind in VALIDATED else None
 
 
 def distribution_kind(value) -> str | None:

@@ -25,11 +25,14 @@ from __future__ import annotations
 import os
 import re
 
-from amldist.spec.kinds import distribution_kind
+from amldist.spec.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
+                                 distribution_kind, recognise)
 from amldist.diagnostics import ERROR, WARNING
-from amldist.validate import command_rules, rules
+from amldist.validate import command_rules, rules, templates
 from amldist.validate.messages import suggest
 
+_CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
+_INTERFACE_KINDS = (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT)
 _PARENT = re.compile(r"\$\{\{\s*parent\.([^{}]*?)\s*\}\}")
 
 
@@ -67,17 +70,29 @@ def check_pipeline(ctx, data: dict) -> None:
         component = _component_of(ctx, node, ("jobs", name))
         components[name] = component
         outs = [rules.ports(node, "outputs")]  # an inline node's own outputs are all there is
-        if isinstance(component, dict):
+        if reads_interface(component):
             outs.append(rules.ports(component, "outputs"))
         elif "component" in node:
-            continue  # a remote, missing or unreadable component: its outputs are unknown
+            continue  # a remote, missing, unreadable or unmodelled component: its outputs are unknown
         if None not in outs:  # a malformed outputs section (the schema's error) leaves them unknown too
             node_outputs[name] = set().union(*outs)
     settings = rules.declared(data.get("settings"))
+    # azure-ai-ml does not check a pipeline component's bindings: what amldist finds there is a warning
+    severity = WARNING if recognise(data) == PIPELINE_COMPONENT else ERROR
     for name, node in jobs.items():
         if isinstance(node, dict):
             check_node(ctx, name, node, components.get(name), inputs, outputs, jobs, node_outputs,
-                       settings.get("default_environment"))
+                       settings.get("default_environment"), severity)
+
+
+def reads_interface(component) -> bool:
+    """Whether amldist reads this component's inputs and outputs (a command or legacy component).
+
+    A pipeline component, a promptflow ``flow.dag.yaml`` / ``run.yml``, a parallel or spark
+    component, ...: their ports follow rules amldist does not model, and azure-ai-ml accepts a
+    node's inputs for them without checking, so nothing is reported about those ports.
+    """
+    return isinstance(component, dict) and recognise(component) in _INTERFACE_KINDS
 
 
 def _component_of(ctx, node: dict, path):
@@ -88,10 +103,10 @@ def _component_of(ctx, node: dict, path):
     local = rules.local_file(ctx, ref)
     if local is None:
         return None
-    if not os.path.exists(local):
-        ctx.emit(path + ("component",), WARNING, "missing-component",
+    if not os.path.exists(local):  # azure-ai-ml refuses the pipeline at load time
+        ctx.emit(path + ("component",), ERROR, "missing-component",
                  f"{rules.dotted(path)}.component: {ref!r} does not exist (relative to the pipeline's folder)",
-                 "fix the path; its inputs cannot be checked")
+                 "fix the path, or name a registered component (azureml:NAME:VERSION)")
         return None
     found = load_component(local)
     if isinstance(found, str):
@@ -102,15 +117,17 @@ def _component_of(ctx, node: dict, path):
     return found
 
 
-def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, default_environment=None) -> None:
+def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, default_environment=None,
+               severity=ERROR) -> None:
     path = ("jobs", name)
+    _control_flow(ctx, name, node)
     for value_path, text in _strings(node, path):
         if "${{" in text:
             for match in _PARENT.finditer(text):
                 parts = tuple(p.strip() for p in match.group(1).split("."))
-                check_binding(ctx, value_path, match.group(0), parts, inputs, outputs, jobs, node_outputs)
+                check_binding(ctx, value_path, match.group(0), parts, inputs, outputs, jobs, node_outputs, severity)
     node_inputs, node_outs = rules.ports(node, "inputs"), rules.ports(node, "outputs")
-    if isinstance(component, dict):
+    if reads_interface(component):
         comp_inputs, comp_outputs = rules.ports(component, "inputs"), rules.ports(component, "outputs")
         for kind, given, declared in (("input", node_inputs, comp_inputs), ("output", node_outs, comp_outputs)):
             if given is None or declared is None:
@@ -130,8 +147,23 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
         if "component" not in node:
             _inline_environment(ctx, name, node, default_environment)
     rules.check_code(ctx, node, path)
-    rules.check_environment(ctx, node, path)
+    if not templates.check_environment_reference(ctx, node.get("environment"), path + ("environment",)):
+        rules.check_environment(ctx, node, path)
     _node_sizes(ctx, node, component, path)
+
+
+def _control_flow(ctx, name, node) -> None:
+    """``if_else`` / ``do_while`` / ``parallel_for`` steps: azure-ai-ml 1.35.2 refuses them in a YAML file.
+
+    Its ``load_job`` / ``load_component`` (and so ``az ml``) accept only command, import, sweep,
+    parallel, pipeline, automl, spark and data_transfer steps there; control flow is built with
+    the Python SDK (``azure.ai.ml.dsl.condition`` / ``do_while`` / ``parallel_for``).
+    """
+    node_type = node.get("type")
+    if isinstance(node_type, str) and node_type.strip().lower() in _CONTROL_FLOW:
+        ctx.emit(("jobs", name, "type"), ERROR, "control-flow-step",
+                 f"jobs.{name}: a {node_type.strip()} step cannot be written in YAML; azure-ai-ml refuses it at load",
+                 "build the condition or loop with the Python SDK (azure.ai.ml.dsl), or split the pipeline")
 
 
 def _inline_environment(ctx, name, node, default_environment) -> None:
@@ -151,15 +183,19 @@ def _inline_environment(ctx, name, node, default_environment) -> None:
              "submission", hint, position=ctx.where(path))
 
 
-def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outputs) -> None:
-    """One ``${{parent.<parts>}}`` binding (``text`` as written) found at ``value_path``."""
+def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outputs, severity=ERROR) -> None:
+    """One ``${{parent.<parts>}}`` binding (``text`` as written) found at ``value_path``.
+
+    A step output that the step's component does not declare is a warning: azure-ai-ml
+    1.35.2 loads and ``_validate()``s such a pipeline without a word.
+    """
     position = ctx.locate(value_path, text)
     if len(parts) >= 2 and parts[0] in ("inputs", "outputs"):
         names = inputs if parts[0] == "inputs" else outputs
         if names is not None and not _declares(names, parts[1:]):
             wanted = ".".join(parts[1:])
             guess = suggest(wanted, list(names))
-            ctx.emit(value_path, ERROR, f"undeclared-{parts[0][:-1]}",
+            ctx.emit(value_path, severity, f"undeclared-{parts[0][:-1]}",
                      f"{rules.dotted(value_path)} binds {text} but the pipeline declares no "
                      f"{parts[0][:-1]} {wanted!r}",
                      f"did you mean {guess!r}?" if guess else f"declare {wanted!r} under the pipeline's {parts[0]}:",
@@ -168,7 +204,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
         node = parts[1]
         if node not in jobs:
             guess = suggest(node, list(jobs))
-            ctx.emit(value_path, ERROR, "unknown-job",
+            ctx.emit(value_path, severity, "unknown-job",
                      f"{rules.dotted(value_path)} binds {text} but the pipeline has no job {node!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
         elif len(parts) >= 4 and parts[2] == "outputs" and node in node_outputs and not _declares(
@@ -176,7 +212,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             known = node_outputs[node]
             wanted = ".".join(parts[3:])
             guess = suggest(wanted, list(known))
-            ctx.emit(value_path, ERROR, "undeclared-output",
+            ctx.emit(value_path, WARNING, "undeclared-output",
                      f"{rules.dotted(value_path)} binds {text} but job {node!r} has no output {wanted!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
 

@@ -20,6 +20,7 @@ SCHEMA_FILES = {
     "command_job": "CommandJob.schema.json",
     "command_component": "CommandComponent.schema.json",
     "pipeline_job": "PipelineJob.schema.json",
+    "pipeline_component": "PipelineComponent.schema.json",
     "distributed_component": "DistributedComponent.schema.json",
 }
 
