@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import warnings
 
-from amldist.spec import placeholders
 from amldist.authoring import arguments
 from amldist.authoring import size_defaults
 from amldist.authoring.arguments import BuilderError
 from amldist.authoring.legacy_builder import first_validation_error
+from amldist.authoring.size_defaults import BuilderWarning
+from amldist.spec.command_checks import command_findings
 from amldist.spec.model import CommandJob, Distribution, Limits, Resources
 
 COMMAND_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -51,25 +52,12 @@ _COMMON_DOC = """
 
 
 def _check_command(command: str, inputs, outputs) -> None:
-    legacy = placeholders.stray_legacy_reference(command)
-    if legacy:
-        source, name = legacy.groups()
-        raise BuilderError(
-            "command", f"{legacy.group(0)} is the legacy placeholder syntax",
-            hint=f"in an ML v2 job write ${{{{{source}.{name}}}}}",
-        )
-    try:
-        refs = placeholders.references(command, placeholders.V2)
-    except placeholders.PlaceholderSyntaxError as exc:
-        raise BuilderError("command", exc.message, hint=exc.hint) from None
-    declared = {"inputs": inputs or {}, "outputs": outputs or {}}
-    for ref in refs:
-        if ref.name not in declared[ref.source]:
-            example = "{'%s': ...}" % ref.name
-            raise BuilderError(
-                "command", f"${{{{{ref.source}.{ref.name}}}}} names no declared {ref.source[:-1]}",
-                hint=f"add {ref.source}={example}, or fix the name",
-            )
+    """The command against the declared ports (:mod:`amldist.spec.command_checks`, validate's rule):
+    the first error raises, warnings are Python warnings."""
+    for found in command_findings(command, inputs or {}, outputs or {}):
+        if found.severity == "error":
+            raise BuilderError("command", found.without_position(), hint=found.hint)
+        warnings.warn(f"command: {found.without_position()} ({found.hint})", BuilderWarning, stacklevel=4)
 
 
 def _check_with_validator(spec) -> None:

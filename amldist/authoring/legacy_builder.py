@@ -15,10 +15,9 @@ Checked here, each with one UserError naming the input and what to do:
 
 from __future__ import annotations
 
-from amldist.spec import placeholders
+from amldist.spec.command_checks import command_findings
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.spec.booleans import is_optional
 from amldist.spec.model import DistributedComponent, Launcher
 
 LEGACY_SCHEMA = "https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json"
@@ -47,30 +46,10 @@ def normalize_launcher(value) -> str:
 
 
 def command_problems(command: str, inputs: dict | None, outputs: dict | None) -> list[tuple[str, str, str]]:
-    """(code, message, hint) for each problem of a legacy command against the declared ports."""
-    try:
-        refs = placeholders.references(command, placeholders.LEGACY)
-    except placeholders.PlaceholderSyntaxError as exc:
-        return [(exc.code, f"command: {exc.message}", exc.hint)]
-    inputs, outputs = inputs or {}, outputs or {}
-    problems = []
-    for ref in refs:
-        declared = inputs if ref.source == "inputs" else outputs
-        if ref.name not in declared:
-            known = ", ".join(sorted(declared)) or "none"
-            problems.append((
-                f"undeclared-{ref.source[:-1]}",
-                f"command references {{{ref.source}.{ref.name}}} but {ref.source} has no {ref.name!r}",
-                f"declare it under {ref.source} (declared: {known})",
-            ))
-        elif ref.source == "inputs" and not ref.in_group and _optional_without_default(declared[ref.name]):
-            problems.append((
-                "optional-input-outside-group",
-                f"optional input {ref.name!r} is used outside an optional group",
-                (f"wrap its argument in brackets, e.g. [--{ref.name} {{inputs.{ref.name}}}], "
-                 "so that it is left out when the input is not given"),
-            ))
-    return problems
+    """(code, message, hint) for each error of a legacy command against the declared ports
+    (:mod:`amldist.spec.command_checks`, the validator's rule)."""
+    return [(f.code, f"command: {f.without_position()}", f.hint)
+            for f in command_findings(command, inputs or {}, outputs or {}, legacy=True) if f.severity == "error"]
 
 
 def _data_type(name: str) -> str | None:
@@ -99,12 +78,6 @@ def v2_port_type(legacy_type, *, enum=None, where: str = "type") -> str:
         "unknown-input-type", f"{where}: unknown legacy type {legacy_type!r}",
         hint="use String, Integer, Float, Boolean, Enum, path, AnyFile, AnyDirectory or a list of data types",
     )
-
-
-def _optional_without_default(port) -> bool:
-    # An optional input with a default always has a value when the job runs, so outside a group it
-    # is only a warning for `amldist validate`; the builder refuses no more than validate does.
-    return is_optional(port) and not (isinstance(port, dict) and port.get("default") is not None)
 
 
 def _port(name: str, value, what: str) -> dict:

@@ -145,7 +145,8 @@ def _rules(ctx, kind: str, data: dict) -> None:
     else:
         command_rules.check_command(ctx, ("command",), data.get("command"), inputs, outputs)
         rules.check_sizes(ctx, data.get("distribution"), data.get("resources"),
-                          dist_path=("distribution",), res_path=("resources",))
+                          dist_path=("distribution",), res_path=("resources",),
+                          environment_variables=data.get("environment_variables"))
     rules.check_code(ctx, data)
     if kind == DISTRIBUTED_COMPONENT or not templates.check_environment_reference(
             ctx, data.get("environment"), ("environment",)):

@@ -29,7 +29,7 @@ from amldist.spec.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMP
                                  distribution_kind, recognise)
 from amldist.diagnostics import ERROR, WARNING
 from amldist.validate import command_rules, rules, templates
-from amldist.validate.messages import suggest
+from amldist.spec.suggestions import suggest
 
 _CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
 _INTERFACE_KINDS = (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT)

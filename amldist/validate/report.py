@@ -20,7 +20,8 @@ from __future__ import annotations
 from amldist.diagnostics import ERROR, WARNING, Diagnostic
 from amldist.spec.kinds import DISTRIBUTED_COMPONENT
 from amldist.validate.evaluator import HINT, UNKNOWN_KEYS, is_valid
-from amldist.validate.messages import CODES, choices, describe, show, suggest, type_words, words_of
+from amldist.spec.suggestions import suggest
+from amldist.validate.messages import CODES, choices, describe, show, type_words, words_of
 
 
 def field_name(path) -> str:

@@ -10,13 +10,25 @@ from tests.conftest import conformance_files
 from tests.validate.helpers import run_cli
 
 
+# Files the corpus files under valid/ that azure-ai-ml 1.35.2 refuses at load time, and the validator
+# issue asks amldist to refuse too: file -> (code, field) of the one error expected instead.
+REFUSED_BY_AZURE = {
+    # `environment: < your environment name >`: an unfilled template placeholder; load_job says
+    # "Environment schema data cannot be a string ... prefixed with 'azureml:'"
+    "nebulaml/cifar10_deepspeed/job.yml": ("unfilled-placeholder", "environment"),
+}
+
+
 def test_every_valid_file_passes(conformance_dir):
     files = conformance_files("valid")
     assert files, f"no YAML under {conformance_dir / 'valid'}"
     code, out, err = run_cli("validate", "--format", "json", *files)
     report = json.loads(out)
     errors = [d for d in report["diagnostics"] if d["severity"] == "error"]
-    assert code == 0 and not errors, errors
+    expected = [d for d in errors if any(d["file"].endswith(name) and (d["code"], d["field"]) == want
+                                         for name, want in REFUSED_BY_AZURE.items())]
+    assert len(expected) == len(REFUSED_BY_AZURE) and code == 1, errors
+    assert [d for d in errors if d not in expected] == []
     assert len(report["files"]) == len(files)
 
 

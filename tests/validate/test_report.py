@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from amldist.spec.yamlio import load_yaml
-from amldist.validate.messages import suggest, words_of
+from amldist.spec.suggestions import suggest
+from amldist.validate.messages import words_of
 from amldist.validate.registry import Registry
 from amldist.validate.report import Reporter, field_name
 

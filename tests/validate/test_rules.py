@@ -257,7 +257,7 @@ def _full(command, legacy):
 def test_fast_path_agrees_with_the_placeholder_parser():
     import random
 
-    from amldist.validate.command_rules import fast_references
+    from amldist.spec.command_checks import fast_references
 
     pieces = ["${{inputs.a}}", "${{ outputs.b }}", "{inputs.c}", "{outputs.d}", "${{inputs.}}", "{inputs.",
               "$[[", "]]", "[", "]", " --x ", "${{parent.inputs.p}}", "'", "\n", "${{inputs.9x}}", "{inputs.e_1}",

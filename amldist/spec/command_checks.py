@@ -1,0 +1,139 @@
+"""What is wrong with a command line against the inputs and outputs it may use: the one rule.
+
+The validator (which adds the field and the file position), the v2 builders and the legacy
+builder / ``convert`` (which raise the first error) all call :func:`command_findings`, so a
+command gets the same answer from each of them:
+
+- the parser's syntax errors (``unbalanced-bracket``, ``malformed-placeholder``, ``mixed-syntax``,
+  see :mod:`amldist.spec.placeholders`);
+- ``legacy-placeholder``: ``{inputs.x}`` in an ML v2 command (the legacy syntax, which Azure ML
+  passes through literally);
+- ``undeclared-input`` / ``undeclared-output``: a placeholder names an input or output that is
+  not declared (with a did-you-mean);
+- ``optional-input-outside-group``: an ``optional`` input (as azure-ai-ml reads ``optional:``)
+  used outside ``$[[ ... ]]`` (v2) or ``[ ... ]`` (legacy): the command breaks when it is not given;
+- ``optional-input-default-outside-group`` (warning): the same for an optional input with a
+  ``default``: Azure ML fills the default, so the argument is always passed and ``optional``
+  has no effect (azure-ai-ml and the service accept it).
+
+A command without any optional group and with only well-formed placeholders (most of them)
+takes a regex fast path that finds the same references as the parser (a test checks both
+agree). Standard library only: the validator's start-up depends on it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from amldist.spec.booleans import is_optional
+from amldist.spec.suggestions import suggest
+
+ERROR = "error"
+WARNING = "warning"
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # v2 names may be dotted (parameter groups), as the parser reads them
+_FAST = {
+    False: (re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _V2_NAME + r")\s*\}\}"), re.compile(r"\$\{\{\s*(?:inputs|outputs)\.")),
+    True: (re.compile(r"\{(inputs|outputs)\.(" + _NAME + r")\}"), re.compile(r"\{(?:inputs|outputs)\.")),
+}
+
+
+@dataclass(frozen=True)
+class CommandFinding:
+    code: str
+    severity: str  # ERROR or WARNING
+    message: str  # without the field: callers put "command" or the field path before it
+    hint: str | None
+    offset: int  # 0-based offset into the command text
+    text: str | None = None  # the reference (or excerpt) the finding is about, to locate it
+
+    def without_position(self) -> str:
+        """The message for callers that have no file position to show (builders, convert)."""
+        return f"{self.message} (at offset {self.offset} of the command)"
+
+
+def fast_references(command: str, legacy: bool):
+    """[(source, name, start, end)] outside any group, or None when the full parser is needed."""
+    if ("[" in command or "]" in command) if legacy else ("$[[" in command):
+        return None
+    if legacy and ("${{" in command or "$[[" in command):
+        return None  # mixed syntax: let the parser report it
+    full, start = _FAST[legacy]
+    found = [(m.group(1), m.group(2), m.start(), m.end()) for m in full.finditer(command)]
+    if len(found) != len(start.findall(command)):
+        return None  # a malformed reference: the parser says where
+    return found
+
+
+def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[CommandFinding]:
+    """The findings for one command (a list of arguments is joined with spaces, as legacy specs
+    allow). ``inputs``/``outputs`` None: that section is malformed, its names are not checked."""
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command)
+    if not isinstance(command, str) or "{" not in command:
+        return []
+    findings: list[CommandFinding] = []
+    if not legacy:
+        from amldist.spec import placeholders as ph
+
+        stray = ph.stray_legacy_reference(command)
+        if stray:
+            source, name = stray.groups()
+            findings.append(CommandFinding(
+                "legacy-placeholder", ERROR, f"{stray.group(0)} is the legacy placeholder syntax",
+                f"in an ML v2 command write ${{{{{source}.{name}}}}}", stray.start(), stray.group(0)))
+        if "${{" not in command and "$[[" not in command:
+            return findings
+    refs = _references(command, legacy, findings)
+    if refs is None:
+        return findings
+    optional = {name for name, spec in (inputs or {}).items() if is_optional(spec)}
+    group = "[ ... ]" if legacy else "$[[ ... ]]"
+    seen = set()
+    for source, name, start, end, in_group in refs:
+        if (source, name) in seen:
+            continue
+        seen.add((source, name))
+        names = inputs if source == "inputs" else outputs
+        if names is None:
+            continue
+        text = command[start:end]
+        if name not in names:
+            guess = suggest(name, list(names))
+            declared = ", ".join(sorted(names)) or "none"
+            hint = f"did you mean {guess!r}?" if guess else f"declare {name!r} under {source} (declared: {declared})"
+            findings.append(CommandFinding(f"undeclared-{source[:-1]}", ERROR,
+                                           f"uses {text} but {source} declares no {name!r}", hint, start, text))
+        elif source == "inputs" and name in optional and not in_group:
+            example = f"[--{name} {text}]" if legacy else f"$[[--{name} {text}]]"
+            where = f"uses optional input {name!r} outside an optional group {group}"
+            spec = names[name]
+            if isinstance(spec, dict) and spec.get("default") is not None:
+                findings.append(CommandFinding(
+                    "optional-input-default-outside-group", WARNING,
+                    f"{where}; its default fills it when no value is given",
+                    f"the argument is always passed; to let a caller leave it out wrap it, e.g. {example}, "
+                    "or drop 'optional: true'", start, text))
+            else:
+                findings.append(CommandFinding("optional-input-outside-group", ERROR, where,
+                                               f"wrap the argument, e.g. {example}, or make the input required",
+                                               start, text))
+    return findings
+
+
+def _references(command: str, legacy: bool, findings: list):
+    """[(source, name, start, end, in_group)], or None after adding the parser's syntax error."""
+    fast = fast_references(command, legacy)
+    if fast is not None:
+        return [(*ref, False) for ref in fast]
+    from amldist.spec import placeholders as ph  # the parser, only for commands that need it
+
+    try:
+        return [(r.source, r.name, r.start, r.end, r.in_group)
+                for r in ph.references(command, ph.LEGACY if legacy else ph.V2)]
+    except ph.PlaceholderSyntaxError as exc:
+        excerpt = command[exc.offset: exc.offset + 3].strip() or None
+        findings.append(CommandFinding(exc.code, ERROR, exc.reason, exc.hint, exc.offset, excerpt))
+        return None
