@@ -26,6 +26,7 @@ import re
 
 from amldist.errors import UserError
 from amldist.spec import paths
+from amldist.spec.field_paths import field_path
 
 PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model"}
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
@@ -77,7 +78,7 @@ def set_path(data: dict, path: str, value) -> None:
     node = data
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
-        where = _show(parts[:depth]) or "the document"
+        where = field_path(parts[:depth]) or "the document"
         if isinstance(node, list):
             index = _as_index(part, path, where)
             if index > len(node) or (index == len(node) and not last):
@@ -102,8 +103,8 @@ def set_path(data: dict, path: str, value) -> None:
                 return
             if not isinstance(node.get(key), (dict, list)):
                 if key in node and node[key] is not None:
-                    raise UserError(f"--set {path}: {_show(parts[:depth + 1])} is a {type(node[key]).__name__}, "
-                                    "not a mapping", hint=f"set {_show(parts[:depth + 1])} itself instead")
+                    raise UserError(f"--set {path}: {field_path(parts[:depth + 1])} is a {type(node[key]).__name__}, "
+                                    "not a mapping", hint=f"set {field_path(parts[:depth + 1])} itself instead")
                 node[key] = {}
             node = node[key]
         else:  # pragma: no cover - guarded by the branch above
@@ -177,15 +178,3 @@ def _as_index(part, path: str, where: str) -> int:
     if isinstance(part, str) and part.isdigit():
         return int(part)
     raise UserError(f"--set {path}: {where} is a list; use an index like [0], not {part!r}")
-
-
-def _show(parts) -> str:
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif "." in str(part):
-            text += f'["{part}"]'
-        else:
-            text += ("." if text else "") + str(part)
-    return text

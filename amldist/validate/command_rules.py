@@ -8,11 +8,11 @@ command when the file's text is known.
 from __future__ import annotations
 
 from amldist.spec.command_checks import command_findings
-from amldist.validate.rules import dotted
+from amldist.spec.field_paths import field_path
 
 
 def check_command(ctx, path, command, inputs: dict | None, outputs: dict | None, *, legacy: bool = False) -> None:
     """Placeholders and optional groups of one command (``None``: a malformed section, not checked)."""
     for found in command_findings(command, inputs, outputs, legacy=legacy):
-        ctx.emit(path, found.severity, found.code, f"{dotted(path)}: {found.message}", found.hint,
+        ctx.emit(path, found.severity, found.code, f"{field_path(path)}: {found.message}", found.hint,
                  position=ctx.locate(path, found.text) if found.text else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from amldist.diagnostics import Diagnostic
-from amldist.validate.report import field_name
+from amldist.spec.field_paths import field_path
 
 
 class Context:
@@ -37,7 +37,7 @@ class Context:
         return line, col
 
     def emit(self, path, severity: str, code: str, message: str, hint: str | None = None, *,
-             position=None, field_path=None) -> None:
+             position=None, field=None) -> None:
         line, col = position if position is not None else self.where(path)
-        name = field_name(field_path if field_path is not None else path)
+        name = field_path(field if field is not None else path)
         self.out.append(Diagnostic(self.file, line, col, severity, code, message, hint, name or None))

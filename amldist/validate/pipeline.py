@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 
+from amldist.spec.field_paths import field_path
 from amldist.spec.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
                                  distribution_kind, recognise)
 from amldist.diagnostics import ERROR, WARNING
@@ -105,13 +106,13 @@ def _component_of(ctx, node: dict, path):
         return None
     if not os.path.exists(local):  # azure-ai-ml refuses the pipeline at load time
         ctx.emit(path + ("component",), ERROR, "missing-component",
-                 f"{rules.dotted(path)}.component: {ref!r} does not exist (relative to the pipeline's folder)",
+                 f"{rules.field_path(path)}.component: {ref!r} does not exist (relative to the pipeline's folder)",
                  "fix the path, or name a registered component (azureml:NAME:VERSION)")
         return None
     found = load_component(local)
     if isinstance(found, str):
         ctx.emit(path + ("component",), ERROR, "invalid-component",
-                 f"{rules.dotted(path)}.component: {ref!r} cannot be used: {found}",
+                 f"{rules.field_path(path)}.component: {ref!r} cannot be used: {found}",
                  "run amldist validate on that file")
         return None
     return found
@@ -196,7 +197,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             wanted = ".".join(parts[1:])
             guess = suggest(wanted, list(names))
             ctx.emit(value_path, severity, f"undeclared-{parts[0][:-1]}",
-                     f"{rules.dotted(value_path)} binds {text} but the pipeline declares no "
+                     f"{rules.field_path(value_path)} binds {text} but the pipeline declares no "
                      f"{parts[0][:-1]} {wanted!r}",
                      f"did you mean {guess!r}?" if guess else f"declare {wanted!r} under the pipeline's {parts[0]}:",
                      position=position)
@@ -205,7 +206,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
         if node not in jobs:
             guess = suggest(node, list(jobs))
             ctx.emit(value_path, severity, "unknown-job",
-                     f"{rules.dotted(value_path)} binds {text} but the pipeline has no job {node!r}",
+                     f"{rules.field_path(value_path)} binds {text} but the pipeline has no job {node!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
         elif len(parts) >= 4 and parts[2] == "outputs" and node in node_outputs and not _declares(
                 node_outputs[node], parts[3:]):
@@ -213,7 +214,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             wanted = ".".join(parts[3:])
             guess = suggest(wanted, list(known))
             ctx.emit(value_path, WARNING, "undeclared-output",
-                     f"{rules.dotted(value_path)} binds {text} but job {node!r} has no output {wanted!r}",
+                     f"{rules.field_path(value_path)} binds {text} but job {node!r} has no output {wanted!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
 
 

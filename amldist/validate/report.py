@@ -20,18 +20,9 @@ from __future__ import annotations
 from amldist.diagnostics import ERROR, WARNING, Diagnostic
 from amldist.spec.kinds import DISTRIBUTED_COMPONENT
 from amldist.validate.evaluator import HINT, UNKNOWN_KEYS, is_valid
+from amldist.spec.field_paths import field_path
 from amldist.spec.suggestions import suggest
 from amldist.validate.messages import CODES, choices, describe, show, type_words, words_of
-
-
-def field_name(path) -> str:
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += ("." if text else "") + str(part)
-    return text
 
 
 # What azure-ai-ml 1.35.2 does with a key it does not know, where amldist only warns (checked by
@@ -91,7 +82,7 @@ class Reporter:
         elif kw in ("additionalProperties", UNKNOWN_KEYS):
             known = list(error.schema.get("properties", {}))
             severity = WARNING if kw == UNKNOWN_KEYS else ERROR
-            where = field_name(path) or "the document"
+            where = field_path(path) or "the document"
             for key in error.params.get("unexpected", []):
                 if path + (key,) in self.renamed:
                     continue
@@ -107,7 +98,7 @@ class Reporter:
                 self.emit(path + (key,), severity, "unknown-key", text, tip)
         elif kw == "required":
             missing = error.params["missing"]
-            where = field_name(path)
+            where = field_path(path)
             text = f"missing required key {missing!r}" + (f" in {where}" if where else "")
             self.emit(path + (missing,), ERROR, "missing-key", text, hint, at=path)
         elif kw in ("not", "false") and error.value in ({}, True, False) and path and isinstance(path[-1], str):
@@ -197,7 +188,7 @@ class Reporter:
     # -- output --
     def emit(self, path, severity, code, text, hint=None, at=None) -> None:
         line, col = self.doc.where(at if at is not None else path) if self.doc is not None else (0, 0)
-        name = field_name(path)
+        name = field_path(path)
         if not name or text.startswith(("unknown key", "missing required", "key ")):
             message = text
         elif text.startswith("is "):

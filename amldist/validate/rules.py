@@ -16,6 +16,7 @@ import os
 
 from amldist.diagnostics import ERROR, WARNING
 from amldist.spec import paths
+from amldist.spec.field_paths import field_path
 
 _GPU_DISTRIBUTIONS = ("pytorch", "mpi")
 
@@ -35,11 +36,6 @@ def ports(spec: dict, key: str) -> dict | None:
     if isinstance(section, dict):
         return section
     return None if key in spec else {}
-
-
-def dotted(path) -> str:
-    """``jobs.train.command``: a path as the messages name it."""
-    return ".".join(str(p) for p in path)
 
 
 # ---- VM sizes ----
@@ -67,9 +63,9 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
                                environment_variables=environment_variables):
         section, key = found.field.split(".", 1)
         base = {"distribution": dist_path, "resources": res_path}.get(section, res_path[:-1] + (section,))
-        field_path = base + (key,)
-        ctx.emit(where.get(key, field_path), found.severity, found.code, f"{dotted(field_path)}: {found.message}", found.hint,
-                 field_path=field_path)
+        path = base + (key,)
+        ctx.emit(where.get(key, path), found.severity, found.code, f"{field_path(path)}: {found.message}", found.hint,
+                 field=path)
 
 
 # ---- local files ----
@@ -86,7 +82,7 @@ def check_code(ctx, spec: dict, path=()) -> None:
     local = local_file(ctx, code)
     if local is not None and not os.path.exists(local):
         ctx.emit(path + ("code",), WARNING, "missing-code",
-                 f"{dotted(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)",
+                 f"{field_path(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)",
                  "fix the path; the folder is uploaded as the job's snapshot")
 
 
@@ -115,7 +111,7 @@ def check_environment(ctx, spec: dict, path=()) -> None:
         local = local_file(ctx, ref)
         if local is not None and not os.path.exists(local):
             ctx.emit(ref_path, WARNING, "missing-environment-file",
-                     f"{dotted(ref_path)}: {ref!r} does not exist (relative to the spec's folder)",
+                     f"{field_path(ref_path)}: {ref!r} does not exist (relative to the spec's folder)",
                      "fix the path or use a registered environment (azureml:NAME:VERSION)")
 
 
@@ -132,7 +128,7 @@ def string_keys(ctx, data, renamed: set, path=()):
         for key, value in data.items():
             if not isinstance(key, str):
                 ctx.emit(path + (key,), ERROR, "non-string-key",
-                         f"key {key!r} in {dotted(path) or 'the document'} is not a string",
+                         f"key {key!r} in {field_path(path) or 'the document'} is not a string",
                          f"quote it: '{key}'" if not isinstance(key, bool) else "quote it (YAML reads yes/no/on/off as booleans)")
                 key = str(key).lower() if isinstance(key, bool) else str(key)
                 renamed.add(path + (key,))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from amldist.diagnostics import ERROR, WARNING
-from amldist.validate.rules import dotted
+from amldist.spec.field_paths import field_path
 
 _ANGLE = re.compile(r"^\s*(?:azureml:)?\s*<[^<>]*>\s*$", re.IGNORECASE)  # <name>, azureml:<name>
 _YOUR = re.compile(r"(?:^|[\s_-])your[\s_-]+[a-z]", re.IGNORECASE)  # a key such as "your environment name"
@@ -47,7 +47,7 @@ def placeholder_text(value) -> str | None:
 
 def check_environment_reference(ctx, environment, path) -> bool:
     """Report a wrong ``environment`` at ``path``; True when reported (other checks then skip it)."""
-    where = dotted(path)
+    where = field_path(path)
     placeholder = placeholder_text(environment)
     hint = ("write azureml:<name>:<version> (a registered environment), "
             "azureml://registries/<registry>/environments/<name>/versions/<version>, "
@@ -86,7 +86,7 @@ def check_placeholders(ctx, data, path=()) -> None:
             found = placeholder_text(value) if not isinstance(value, dict) or key != "jobs" else None
             if found is not None and isinstance(value, (str, dict)):
                 ctx.emit(path + (key,), WARNING, "unfilled-placeholder",
-                         f"{dotted(path + (key,))}: {found!r} is an unfilled template placeholder",
+                         f"{field_path(path + (key,))}: {found!r} is an unfilled template placeholder",
                          "replace it with the real value before submitting")
             elif isinstance(value, (dict, list)):
                 check_placeholders(ctx, value, path + (key,))

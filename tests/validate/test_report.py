@@ -6,7 +6,8 @@ from amldist.spec.yamlio import load_yaml
 from amldist.spec.suggestions import suggest
 from amldist.validate.messages import words_of
 from amldist.validate.registry import Registry
-from amldist.validate.report import Reporter, field_name
+from amldist.spec.field_paths import field_path
+from amldist.validate.report import Reporter
 
 URI = "https://amldist.dev/schemas/u.schema.json"
 BRANCH_HINT = "the legacy launcher name torch.distributed is `pytorch` in v2"
@@ -70,7 +71,9 @@ def test_unknown_top_level_key_is_reported_at_the_key():
 
 
 def test_helpers():
-    assert field_name(("jobs", "train", "inputs", 0, "x")) == "jobs.train.inputs[0].x"
+    assert field_path(("jobs", "train", "inputs", 0, "x")) == "jobs.train.inputs[0].x"
+    assert field_path(("inputs", "group.lr")) == "inputs.group.lr"  # a parameter group's input
+    assert field_path(("tags", "a[0]")) == 'tags["a[0]"]'
     assert words_of({"pattern": "^([pP][yY]|[mM][pP][iI])$"}) == ["py", "mpi"]
     assert words_of({"pattern": "^\\d+$"}) == []
     assert suggest("Pytorch", ["pytorch", "mpi"]) == "pytorch"
