@@ -72,5 +72,8 @@ def test_local_backend_fills_dotted_input_names():
     from amldist.backends.local.command import render
 
     command = "echo $[[--n ${{inputs.group.n}}]] ${{inputs.group.s}}"
-    assert render(command, {"inputs.group.n": None, "inputs.group.s": "x y"}) == "echo 'x y'"
-    assert render(command, {"inputs.group.n": "3", "inputs.group.s": "x"}) == "echo --n 3 x"
+    unset = render(command, {"inputs.group.n": None, "inputs.group.s": "x y"})
+    assert (unset.command, unset.env) == ("echo ${AMLDIST_IN_0_group_s}", {"AMLDIST_IN_0_group_s": "x y"})
+    both = render(command, {"inputs.group.n": "3", "inputs.group.s": "x"})
+    assert both.command == "echo --n ${AMLDIST_IN_0_group_n} ${AMLDIST_IN_1_group_s}"
+    assert both.env == {"AMLDIST_IN_0_group_n": "3", "AMLDIST_IN_1_group_s": "x"}

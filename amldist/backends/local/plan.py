@@ -44,11 +44,13 @@ from amldist.errors import UserError
 from amldist.spec import counts, paths
 from amldist.spec.booleans import is_optional
 from amldist.spec.overrides import is_path_input
-from amldist.spec.secrets import mask_env
+from amldist.spec.secrets import mask_env, mask_text, mask_tree
+from amldist.spec.yamlio import dump_yaml
 from amldist.submit.prepared import Prepared, SubmitOptions
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 FILE_OUTPUTS = {"uri_file"}
+MASKED_HEADER = "# secret values are masked (***): give them again (--set / --input) to run this file\n"
 
 
 @dataclass
@@ -119,13 +121,17 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
         path = os.path.join(run_dir, "outputs", out_name)
         outputs[out_name] = (path, out_type)
         values[f"outputs.{out_name}"] = path
-    command = render(job.command, values, file=file)
+    local_paths = {f"inputs.{k}" for k, v in (job.inputs or {}).items() if is_path_input(v)} | {
+        f"outputs.{k}" for k in outputs}
+    rendered = render(job.command, values, file=file, paths=local_paths)  # values travel as variables
+    command = rendered.command
 
     layout = launcher_layout(job, file)
     notes = list(layout.notes) + envs.assign_gpus(layout, envs.visible_gpus(environ))
     removed = sorted(k for k in environ if envs.is_launcher_variable(k))
     base = envs.clean_environ(environ)
     job_vars = {str(k): "" if v is None else literal_text(v) for k, v in (job.environment_variables or {}).items()}
+    job_vars.update(rendered.env)
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     info = envs.run_info(name, layout.nodes)
@@ -160,14 +166,18 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
 
 def rerunnable_yaml(job, base_dir: str, run_dir: str) -> str:
     """The run folder's ``job.yml``: the job as run, its relative ``code:`` and input paths rewritten
-    for the run folder, so that ``amldist submit <run>/job.yml --local`` runs it again."""
+    for the run folder, so that ``amldist submit <run>/job.yml --local`` runs it again. Secret
+    values are masked (:func:`amldist.spec.secrets.mask_tree`); a header then says to give them again."""
     import dataclasses
 
     inputs = {name: {**spec, "path": paths.rebase(spec["path"], base_dir, run_dir)}
               if isinstance(spec, dict) and isinstance(spec.get("path"), str) else spec
               for name, spec in (job.inputs or {}).items()}
     code = paths.rebase(job.code, base_dir, run_dir) if isinstance(job.code, str) else job.code
-    return dataclasses.replace(job, code=code, inputs=inputs if job.inputs is not None else None).to_yaml()
+    data = dataclasses.replace(job, code=code, inputs=inputs if job.inputs is not None else None).to_dict()
+    masked = mask_tree(data)  # secrets live only in the processes' environment, never on disk
+    header = "" if masked == data else MASKED_HEADER
+    return header + dump_yaml(masked)
 
 
 def launcher_layout(job, file: str) -> envs.Layout:
@@ -327,6 +337,6 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
         own = mask_env({k: v for k, v in r.added.items() if k not in shared})
         lines.append(f"{r.label} (node {r.node}, log {rel(r.log_path)}):")
         lines.append("  " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in own.items())
-                     + (" " if own else "") + r.argv[-1])
+                     + (" " if own else "") + mask_text(r.argv[-1]))
     lines += [f"note: {n}" for n in p.notes]
     return "\n".join(lines)

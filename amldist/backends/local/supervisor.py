@@ -56,7 +56,7 @@ def prepare_folder(p: LocalPlan) -> None:
     try:
         os.makedirs(os.path.dirname(p.run_dir), exist_ok=True)
         ignore_runs(os.path.dirname(p.run_dir))
-        os.mkdir(p.run_dir)  # fails if another run took the name meanwhile: never reuse a folder
+        os.mkdir(p.run_dir, 0o700)  # fails if another run took the name meanwhile: never reuse a folder; own user only
     except FileExistsError:
         raise UserError(f"a local run named {p.job_name!r} already exists",
                         hint="pass --name NEW, or leave the name out") from None
@@ -93,7 +93,9 @@ def python_wrappers(p: LocalPlan) -> None:
 def fill_folder(p: LocalPlan) -> None:
     if p.python:
         python_wrappers(p)
-    with open(os.path.join(p.run_dir, "job.yml"), "w", encoding="utf-8") as fh:
+    # 0600 from the start (not chmod after writing): job.yml is the job as run, secrets masked
+    job_file = os.open(os.path.join(p.run_dir, "job.yml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(job_file, "w", encoding="utf-8") as fh:
         fh.write(p.job_yaml)
     if p.code_source:
         copy_code(p.code_source, p.code_dir, skip=(os.path.dirname(p.run_dir),))

@@ -131,7 +131,7 @@ def test_tensorflow_gets_one_process_per_task_with_tf_config(tmp_path):
     assert all("RANK" not in r.env and "MASTER_ADDR" not in r.env for r in p.ranks)
 
 
-def test_inputs_are_quoted_optional_groups_dropped_and_outputs_placed_in_the_run_folder(tmp_path):
+def test_inputs_are_passed_as_variables_optional_groups_dropped_and_outputs_placed_in_the_run_folder(tmp_path):
     (tmp_path / "data").mkdir()
     p = make_plan(tmp_path, """
         command: >-
@@ -145,7 +145,10 @@ def test_inputs_are_quoted_optional_groups_dropped_and_outputs_placed_in_the_run
           model: {type: uri_folder}
         """)
     out = os.path.join(p.run_dir, "outputs", "model")
-    assert p.command == (f"python worker.py --msg 'x; touch pwned' --data {tmp_path / 'data'} --out {out}")
+    assert p.command == ('python worker.py --msg ${AMLDIST_IN_0_msg} --data "${AMLDIST_IN_1_data}" '
+                         '--out "${AMLDIST_OUT_2_model}"')
+    assert all(r.env["AMLDIST_IN_0_msg"] == "x; touch pwned" and r.env["AMLDIST_IN_1_data"] == str(tmp_path / "data")
+               and r.env["AMLDIST_OUT_2_model"] == out for r in p.ranks)
     assert p.outputs == {"model": (out, "uri_folder")}
 
 
@@ -157,7 +160,8 @@ def test_a_uri_file_input_is_the_absolute_path_of_a_local_file(tmp_path):
         inputs:
           table: {type: uri_file, path: data/train.csv}
         """)
-    assert p.command == f"python worker.py --data {tmp_path / 'data' / 'train.csv'}"
+    assert p.command == 'python worker.py --data "${AMLDIST_IN_0_table}"'
+    assert p.ranks[0].env["AMLDIST_IN_0_table"] == str(tmp_path / "data" / "train.csv")
 
 
 def test_defaults_are_the_documented_ones():
