@@ -36,7 +36,10 @@ def split_assignment(text: str, option: str) -> tuple[str, str]:
     """``"a.b=c"`` -> ``("a.b", "c")``; one clear error without ``=``."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
-        raise UserError(f"{option} {text!r} is not NAME=VALUE", hint=f"write e.g. {option} resources.instance_count=2")
+        # Only the path-like start is echoed: the rest may be a secret typed with ':' or ' ' for '='.
+        shown = re.match(r"""[\w.\[\]"'-]*""", text).group()
+        shown = repr(shown) + (" (the rest not shown)" if shown != text else "") if shown else "(an empty name)"
+        raise UserError(f"{option} {shown} is not NAME=VALUE", hint=f"write e.g. {option} resources.instance_count=2")
     return name.strip(), value
 
 
