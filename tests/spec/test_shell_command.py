@@ -1,0 +1,186 @@
+"""Placeholder contexts, and commands run through real shells: no value runs a command, benign
+values arrive exactly as Azure ML's pasted text gives them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from amldist.backends.local.command import render
+from amldist.errors import UserError
+from amldist.spec import placeholders
+from amldist.spec.shell_command import COMMAND_NAME, REFUSED, contexts
+
+SHELLS = [path for path in (shutil.which("bash"), "/bin/sh") if path and os.path.exists(path)]
+
+
+def context_of(command: str) -> list[str]:
+    refs = placeholders.references(command, placeholders.V2)
+    found = contexts(command, [(r.start, r.end) for r in refs])
+    return [found.get(r.start, "unplaced") for r in refs]
+
+
+@pytest.mark.parametrize("command, expected", [
+    ("python t.py --msg ${{inputs.m}}", ["unquoted"]),
+    ("python t.py --msg=${{inputs.m}} --x", ["unquoted"]),
+    ('python t.py "--msg=${{inputs.m}}"', ["double"]),
+    ("python t.py '--msg ${{inputs.m}}'", ["single"]),
+    ("echo $'a ${{inputs.m}}'", ["ansi"]),
+    ("echo \\${{inputs.m}}", ["escaped"]),
+    ('echo "\\${{inputs.m}}"', ["escaped"]),
+    ("echo \\\\${{inputs.m}}", ["unquoted"]),  # an escaped backslash, then the value
+    ("echo `echo ${{inputs.m}}`", ["backtick"]),
+    ("echo $(echo ${{inputs.m}}) \"$(echo \"${{inputs.m}}\")\"", ["unquoted", "double"]),
+    ("echo ${x:-${{inputs.m}}}", ["parameter"]),
+    ("echo $(( ${{inputs.m}} + 1 ))", ["arithmetic"]),
+    ("(( n = ${{inputs.m}} ))", ["arithmetic"]),
+    ("let n=${{inputs.m}}", ["arithmetic"]),
+    ("declare -i n=${{inputs.m}}", ["arithmetic"]),
+    ("[[ ${{inputs.m}} == x ]]", ["conditional"]),
+    ('[[ "${{inputs.m}}" -eq 1 ]]', ["conditional"]),
+    ("[ ${{inputs.m}} = x ] && echo ok", ["unquoted"]),
+    ("cat <<EOF\n${{inputs.m}}\nEOF\necho ${{inputs.m}}", ["heredoc", "unquoted"]),
+    ("cat <<-'EOF' | sort\n\t${{inputs.m}}\n\tEOF\necho '${{inputs.m}}'", ["quoted-heredoc", "single"]),
+    ("cat <<\\EOF\n${{inputs.m}}\nEOF", ["quoted-heredoc"]),
+    ("cat <<${{inputs.m}}\nx\n", ["heredoc-word"]),
+    ("echo hi # ${{inputs.m}} 'x\necho ${{inputs.m}}", ["comment", "unquoted"]),
+    ("${{inputs.m}} --x", [COMMAND_NAME]),
+    ("cd /tmp && \"${{inputs.m}}\" --x", [COMMAND_NAME]),
+    ("X=1 ${{inputs.m}}", [COMMAND_NAME]),
+    ("X=${{inputs.m}} python t.py", ["unquoted"]),
+    ("python t.py > ${{inputs.m}}", ["unquoted"]),
+    ("echo a; if ${{inputs.m}}; then :; fi", [COMMAND_NAME]),
+    ("eval echo ${{inputs.m}}", ["shell-code"]),
+    ('bash -c "python t.py ${{inputs.m}}"', ["shell-code"]),
+    ('/bin/sh -ec "python t.py ${{inputs.m}}"', ["shell-code"]),
+    ("echo 'it''s' ${{inputs.m}} \"a'b\" ${{inputs.m}}", ["unquoted", "unquoted"]),
+])
+def test_each_placeholder_gets_the_context_a_shell_would_read_it_in(command, expected):
+    assert context_of(command) == expected
+
+
+def test_every_refused_context_is_one_error_naming_the_input_without_its_value():
+    for command in ("python t.py '${{inputs.tok}}'", "echo $(( ${{inputs.tok}} ))", "${{inputs.tok}}",
+                    "bash -c \"echo ${{inputs.tok}}\"", "cat <<'E'\n${{inputs.tok}}\nE"):
+        with pytest.raises(UserError) as info:
+            render(command, {"inputs.tok": "s3cr3t-value"}, file="job.yml")
+        text = str(info.value) + str(info.value.hint)
+        assert "${{inputs.tok}}" in text and "s3cr3t-value" not in text and "\n" not in str(info.value)
+        assert any(reason in text for reason in REFUSED.values())
+
+
+@pytest.mark.parametrize("value", ["a[$(touch pwned)]", "x[`id`]", "with\0nul"])
+def test_values_bash_arithmetic_would_run_are_refused_without_being_echoed(value):
+    with pytest.raises(UserError, match="the value of inputs.n") as info:
+        render("python t.py --n ${{inputs.n}}", {"inputs.n": value})
+    assert value not in str(info.value)
+
+
+def test_a_path_value_may_name_the_program_and_stays_one_word():
+    rendered = render("${{inputs.tool}}/run.sh --out ${{outputs.o}}", {"inputs.tool": "/a b", "outputs.o": "/c d"},
+                      paths={"inputs.tool", "outputs.o"})
+    assert rendered.command == '"${AMLDIST_IN_0_tool}"/run.sh --out "${AMLDIST_OUT_1_o}"'
+
+
+# -- real shells ---------------------------------------------------------------------------------
+
+ARGV = "printf '<%s>\\n' before {} after"  # every argument on its own line, framed
+TEMPLATES = {
+    "unquoted": ARGV.format("--x ${{inputs.v}}"),
+    "unquoted-joined": ARGV.format("--x=${{inputs.v}}"),
+    "double": ARGV.format('"--x ${{inputs.v}} y"'),
+    "assignment": 'X=${{inputs.v}}; printf "<%s>\\n" before "$X" after',
+    "heredoc": "cat <<EOF\nbefore ${{inputs.v}} after\nEOF\nprintf '<%s>\\n' done",
+    "comment": ARGV.format("") + " # ${{inputs.v}}",
+    "subshell": "printf '<%s>\\n' before \"$(printf '%s' \"${{inputs.v}}\")\" after",
+}
+BENIGN = st.text(st.sampled_from("abcXYZ019 -_./=,:@%+"), max_size=20)
+PAYLOADS = ["$(touch pwned)", "`touch pwned`", "; touch pwned;", "' ; touch pwned ; '", '" ; touch pwned ; "',
+            "\ntouch pwned\n", "$(touch${IFS}pwned)", "| touch pwned", "&& touch pwned", "\nEOF\ntouch pwned\n",
+            "${x:=$(touch pwned)}", "<(touch pwned)", "$((1))", "*", "?", "[a-z]", "\\", "#", "{a,b}", "~"]
+HOSTILE = st.lists(st.one_of(st.sampled_from(PAYLOADS), st.text(st.sampled_from("ab $`'\"\\;&|<>(){}*?[]#\n\t~!"),
+                                                                max_size=6)), max_size=4).map("".join)
+
+
+def run_shell(shell: str, command: str, env: dict, cwd) -> str:
+    done = subprocess.run([shell, "-c", command], env={"PATH": os.environ["PATH"], **env}, cwd=cwd,
+                          capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0, (shell, command, done.stderr)
+    return done.stdout
+
+
+def azure_output(shell: str, template: str, value: str, cwd) -> str:
+    """What Azure ML runs: the value's text pasted into the command."""
+    return run_shell(shell, template.replace("${{inputs.v}}", value), {}, cwd)
+
+
+def local_output(shell: str, template: str, value: str, cwd) -> str:
+    rendered = render(template, {"inputs.v": value})
+    return run_shell(shell, rendered.command, rendered.env, cwd)
+
+
+def expected_for_hostile(context: str, value: str) -> str:
+    """The arguments a value must give when nothing in it is read as code."""
+    lines = lambda *args: "".join(f"<{a}>\n" for a in args)
+    if context == "unquoted":
+        return lines("before", "--x", *value.split(), "after")
+    if context == "unquoted-joined":
+        return lines("before", *("--x=" + value).split(), "after")
+    if context == "double":
+        return lines("before", f"--x {value} y", "after")
+    if context in ("assignment", "subshell"):  # $(...) drops trailing newlines
+        return lines("before", value.rstrip("\n") if context == "subshell" else value, "after")
+    if context == "heredoc":
+        return f"before {value} after\n" + lines("done")
+    return lines("before", "after")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("context", sorted(TEMPLATES))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=BENIGN)
+def test_benign_values_arrive_exactly_as_azure_mls_pasted_text_gives_them(tmp_path, shell, context, value):
+    if context == "assignment":
+        assume(" " not in value)  # pasted, 'X=a b' would run b: the one difference, on purpose
+    template = TEMPLATES[context]
+    assert local_output(shell, template, value, tmp_path) == azure_output(shell, template, value, tmp_path)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("context", sorted(TEMPLATES))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=HOSTILE)
+def test_no_hostile_value_runs_a_command_or_changes_another_argument(tmp_path_factory, shell, context, value):
+    cwd = tmp_path_factory.mktemp("run")  # empty, so that a pattern in a value matches no file
+    words = value.split()
+    if context.startswith("unquoted"):
+        # An unquoted pattern is matched against file names as on Azure ML; in an empty folder only
+        # a '.'-pattern can match (. and .. in dash), and '~' expands in a joined '--x=~' in bash.
+        assume(not any(w.startswith(".") for w in words) and "~" not in value)
+    try:
+        output = local_output(shell, TEMPLATES[context], value, cwd)
+    except UserError as exc:  # refused: only a command substitution inside [...] (bash arithmetic would run it)
+        assert "inside [...]" in str(exc) and re.search(r"\[[^\]]*(\$\(|`)", value)
+        return
+    assert not (cwd / "pwned").exists()
+    assert output == expected_for_hostile(context, value)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("payload", [p for p in PAYLOADS if "pwned" in p])
+def test_the_same_payloads_pasted_as_azure_ml_does_would_run(tmp_path, shell, payload):
+    """The tests above can fail: the pasted text runs at least one payload in some context."""
+    ran = False
+    for template in [*TEMPLATES.values(), "printf '<%s>' '${{inputs.v}}'"]:  # + a context amldist refuses
+        folder = tmp_path / str(abs(hash(template)))
+        folder.mkdir(exist_ok=True)
+        subprocess.run([shell, "-c", template.replace("${{inputs.v}}", payload)], cwd=folder,
+                       capture_output=True, timeout=20, env={"PATH": os.environ["PATH"]})
+        ran |= (folder / "pwned").exists()
+    assert ran or (payload.startswith("<(") and "bash" not in shell)  # process substitution is bash's
