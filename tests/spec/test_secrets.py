@@ -1,0 +1,64 @@
+"""The one masking rule: secret names, credentials inside URLs and connection strings."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from amldist.spec.secrets import MASK, is_secret_name, mask_env, mask_text, mask_tree
+
+
+@pytest.mark.parametrize("name", [
+    "AZURE_STORAGE_KEY", "hf_token", "DB_PASSWORD", "SAS_URL", "MYSQL_PASSWD", "DB_PWD", "pwd", "ADO_PAT",
+    "GitHubPat", "AZURE_CLIENT_CREDENTIAL", "OAUTH_CLIENT", "Authorization", "SSH_PRIVATE", "TLS_CERT",
+    "jwt", "GPG_PASSPHRASE", "STORAGE_CONNECTION_STRING", "client_secret", "apiKey",
+])
+def test_secret_names_are_recognised(name):
+    assert is_secret_name(name)
+    assert mask_env({name: "v"}) == {name: MASK}
+
+
+@pytest.mark.parametrize("name", ["PATH", "PYTHONPATH", "PATTERN", "SPATIAL_DIM", "OLDPWD_DIR", "EPOCHS", "LR"])
+def test_ordinary_names_are_shown(name):
+    assert not is_secret_name(name)
+    assert mask_env({name: "/usr/bin"}) == {name: "/usr/bin"}
+
+
+@pytest.mark.parametrize("text, secret, kept", [
+    ("https://user:hunter2@example.com/repo.git", "hunter2", "example.com/repo.git"),
+    ("git clone https://ghp_abc123@github.com/o/r", "ghp_abc123", "github.com/o/r"),
+    ("https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=AbC%2Bd", "AbC%2Bd", "sv=2022-11-02"),
+    ("DefaultEndpointsProtocol=https;AccountName=a;AccountKey=Zm9v==;EndpointSuffix=x", "Zm9v==", "AccountName=a"),
+    ("python t.py --token=abc123 --lr=0.1", "abc123", "--lr=0.1"),
+])
+def test_credentials_inside_text_are_masked_and_the_rest_kept(text, secret, kept):
+    masked = mask_text(text)
+    assert secret not in masked and kept in masked and MASK in masked
+
+
+@given(user=st.text(st.sampled_from("abcXYZ019_-."), min_size=1, max_size=12),
+       password=st.text(st.sampled_from("abcXYZ019_-.~!$&()*+,;="), min_size=1, max_size=24),
+       sig=st.text(st.sampled_from("abcXYZ019%+/="), min_size=1, max_size=24))
+def test_no_url_credential_survives_masking(user, password, sig):
+    for text in (f"https://{user}:{password}@host/p", f"https://{password}@host/p", f"https://h/p?sv=1&sig={sig}"):
+        masked = mask_text(f"path: {text} and more")
+        assert "host/p" in masked or "h/p" in masked
+        assert f":{password}@" not in masked and f"/{password}@" not in masked and f"sig={sig}" not in masked
+
+
+def test_a_job_tree_masks_secret_inputs_env_and_urls_but_keeps_their_types_and_other_fields():
+    job = {
+        "command": "python t.py --key ${{inputs.api_key}}",
+        "environment_variables": {"HF_TOKEN": "hf_x", "DB_PWD": "pw", "SEED": "1", "EMPTY_SECRET": ""},
+        "inputs": {"api_key": {"type": "string", "default": "sk-1"}, "lr": 0.1, "max_tokens": "n1",
+                   "data": {"type": "uri_folder", "path": "https://u:p4ss@h/d"}},
+        "resources": {"instance_count": 2},
+    }
+    masked = mask_tree(job)
+    assert masked["environment_variables"] == {"HF_TOKEN": MASK, "DB_PWD": MASK, "SEED": "1", "EMPTY_SECRET": ""}
+    assert masked["inputs"]["api_key"] == {"type": "string", "default": MASK}
+    assert masked["inputs"]["lr"] == 0.1 and masked["inputs"]["max_tokens"] == MASK  # over-masking, by name
+    assert masked["inputs"]["data"] == {"type": "uri_folder", "path": "https://***@h/d"}
+    assert masked["command"] == job["command"] and masked["resources"] == {"instance_count": 2}
+    assert job["inputs"]["api_key"]["default"] == "sk-1"  # a copy: the job itself is untouched
