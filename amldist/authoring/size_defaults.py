@@ -81,7 +81,7 @@ def resolve_size(instance_type, vm_size):
         return named, written
     size = vm_sizes.lookup(vm_size)
     if size is None:
-        raise BuilderError("vm_size", f"{vm_size!r} is not an Azure VM size name", hint="see 'amldist skus'")
+        raise BuilderError("vm_size", f"{vm_size!r} is not an Azure VM size name", hint="see 'amldist vm-sizes'")
     # A Kubernetes instance type (not a VM size name) may well run on nodes of vm_size; two sizes must agree.
     if named is not None and named.name != size.name:
         raise BuilderError(

@@ -55,7 +55,7 @@ def test_top_level_api_is_the_builders_module():
 
 def test_builders_do_not_import_azure():
     code = (
-        "import sys, amldist, amldist.spec.azure_sdk, amldist.spec.vm_sizes, amldist.cli.skus\n"
+        "import sys, amldist, amldist.spec.azure_sdk, amldist.spec.vm_sizes, amldist.cli.vm_sizes\n"
         "amldist.pytorch_job(command='python t.py', environment='azureml:e@latest',"
         " instance_type='Standard_ND96isr_H100_v5', instance_count=2)\n"
         "print([m for m in sys.modules if m.split('.')[0] in ('azure', 'torch', 'jsonschema')])"

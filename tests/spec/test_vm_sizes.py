@@ -181,3 +181,8 @@ def test_cli_rejects_a_non_size(cli):
     code, out, err = cli("skus", "gpu-small")
     assert code == 2 and out == ""
     assert err.startswith("error: 'gpu-small' is not an Azure VM size name") and "hint:" in err
+
+
+def test_vm_sizes_is_the_command_and_skus_its_alias(cli):
+    assert cli("vm-sizes", "nd96isr_h100_v5")[:2] == cli("skus", "nd96isr_h100_v5")[:2]
+    assert "Standard_ND96isr_H100_v5" in cli("vm-sizes", "nd96isr_h100_v5")[1]

@@ -1,4 +1,6 @@
-"""``amldist skus [NAME ...] [--infiniband] [--format text|json]``: the VM size catalog.
+"""``amldist vm-sizes [NAME ...] [--infiniband] [--format text|json]``: the VM size catalog.
+
+``amldist skus`` is the same command (an alias: Azure calls the sizes SKUs too).
 
 Without names it lists the catalog; with names it looks each one up (a size the
 catalog lacks is shown as a guess, marked ``?``). Exit 2 when a name is not a VM
@@ -15,7 +17,7 @@ _COLUMNS = ("name", "gpus", "gpu", "gpu mem", "ib", "vcpus", "caveats")
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "skus",
+        "vm-sizes", aliases=["skus"],
         help="list Azure VM sizes: GPUs, GPU model, InfiniBand",
         description="List the VM size catalog, or look sizes up by name (case-insensitive, "
         "'Standard_' optional; sizes the catalog lacks are guessed from the name).",
@@ -59,7 +61,7 @@ def run(args) -> int:
             if size is None:
                 raise UserError(
                     f"{name!r} is not an Azure VM size name",
-                    hint="sizes look like Standard_NC24rs_v3; run 'amldist skus' for the catalog",
+                    hint="sizes look like Standard_NC24rs_v3; run 'amldist vm-sizes' for the catalog",
                 )
             sizes.append(size)
     else:
