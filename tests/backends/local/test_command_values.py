@@ -1,0 +1,62 @@
+"""The local plan passes command values as variables and keeps secrets out of what it prints and writes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from amldist.backends.local.plan import MASKED_HEADER, describe, plan
+from amldist.errors import UserError
+from amldist.spec.yamlio import load_yaml
+from amldist.submit.prepare import prepare
+from amldist.submit.prepared import SubmitOptions
+
+from tests.backends.local.helpers import write_job
+
+SECRETS = ("hf_s3cr3t", "sk-from-default", "pw-from-set", "tok-from-input", "u5er:pa55")
+
+
+def make(tmp_path, body, **kw):
+    prepared = prepare(str(write_job(tmp_path, body)), cwd=str(tmp_path), **kw)
+    return plan(prepared, SubmitOptions(run_root=str(tmp_path / "runs")), environ={"PATH": "/usr/bin:/bin"})
+
+
+def test_secrets_reach_the_processes_but_not_the_dry_run_nor_job_yml(tmp_path):
+    p = make(tmp_path, """
+        command: python worker.py --key "${{inputs.api_key}}" --auth ${{inputs.auth_token}} --repo ${{inputs.repo}}
+        environment_variables: {HF_TOKEN: hf_s3cr3t, SEED: "7"}
+        inputs:
+          api_key: sk-from-default
+          auth_token: placeholder
+          repo: https://u5er:pa55@example.com/r.git
+        """, sets=["environment_variables.DB_PWD=pw-from-set"], inputs=["auth_token=tok-from-input"])
+    env = p.ranks[0].env
+    assert {env["HF_TOKEN"], env["DB_PWD"], env["AMLDIST_IN_0_api_key"], env["AMLDIST_IN_1_auth_token"]} == {
+        "hf_s3cr3t", "pw-from-set", "sk-from-default", "tok-from-input"}
+    assert env["AMLDIST_IN_2_repo"] == "https://u5er:pa55@example.com/r.git"
+    shown = describe(p, cwd=str(tmp_path))
+    assert "SEED=7" in shown and "AMLDIST_IN_2_repo='https://***@example.com/r.git'" in shown
+    for secret in SECRETS:
+        assert secret not in shown and secret not in p.job_yaml, secret
+    assert p.job_yaml.startswith(MASKED_HEADER)
+    written = load_yaml(p.job_yaml).data
+    assert written["environment_variables"] == {"HF_TOKEN": "***", "SEED": "7", "DB_PWD": "***"}
+    assert written["inputs"]["api_key"] == "***" and written["inputs"]["repo"] == "https://***@example.com/r.git"
+
+
+def test_a_job_without_secrets_writes_job_yml_without_the_header(tmp_path):
+    p = make(tmp_path, "command: python worker.py --lr ${{inputs.lr}}\ninputs: {lr: 0.1}\n")
+    assert not p.job_yaml.startswith("#") and load_yaml(p.job_yaml).data["inputs"] == {"lr": 0.1}
+
+
+@pytest.mark.parametrize("command, reason", [
+    ("python worker.py --msg '${{inputs.msg}}'", "inside '...' quotes"),
+    ("echo $(( ${{inputs.msg}} + 1 ))", "in arithmetic"),
+    ("bash -c \"python worker.py ${{inputs.msg}}\"", "eval or 'sh -c'"),
+    ("${{inputs.msg}} worker.py", "as the program to run"),
+])
+def test_a_refused_context_stops_the_plan_with_one_line_naming_the_input(tmp_path, command, reason):
+    with pytest.raises(UserError, match=r"command uses \$\{\{inputs\.msg\}\} .*" + re.escape(reason)) as info:
+        make(tmp_path, f"command: >-\n  {command}\ninputs: {{msg: hello}}\n")
+    assert "hello" not in str(info.value) and not (tmp_path / "runs").exists()
