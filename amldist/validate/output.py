@@ -1,8 +1,9 @@
-"""Rendering of per-file diagnostics: text, JSON, GitHub Actions annotations."""
+"""Rendering of per-file diagnostics: text, JSON, GitHub Actions annotations, SARIF 2.1.0."""
 
 from __future__ import annotations
 
 import json
+import os
 
 from amldist.diagnostics import ERROR, NOTE, WARNING
 
@@ -23,6 +24,8 @@ def render(fmt: str, results) -> str:
         }, indent=2) + "\n"
     if fmt == "github":
         return "".join(github(d) + "\n" for d in diagnostics)
+    if fmt == "sarif":
+        return json.dumps(sarif(diagnostics), indent=2) + "\n"
     return "".join(d.to_text() + "\n" for d in diagnostics)
 
 
@@ -49,3 +52,59 @@ def github(d) -> str:
     props.append(f"title={_prop(d.code)}")
     message = d.message + (f" (hint: {d.hint})" if d.hint else "")
     return f"::{level} {','.join(props)}::{_data(message)}"
+
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+_LEVELS = {ERROR: "error", WARNING: "warning", NOTE: "note"}
+
+
+def sarif(diagnostics) -> dict:
+    """A SARIF 2.1.0 log (one run) for GitHub code scanning (``github/codeql-action/upload-sarif``).
+
+    Rules are the diagnostic codes, in the order first seen; each result points at its file by a
+    URI relative to the current folder (the repository root in a CI job) and, when the
+    diagnostic has a position, at its 1-based line and column (Unicode code points, as Python
+    counts them; ``columnKind`` says so).
+    """
+    from amldist import __version__
+
+    rules: dict = {}
+    results = []
+    for d in diagnostics:
+        if d.code not in rules:
+            rules[d.code] = len(rules)
+        location: dict = {"artifactLocation": {"uri": artifact_uri(d.file)}}
+        if d.line > 0:
+            location["region"] = {"startLine": d.line, "startColumn": max(d.col, 1)}
+        message = d.message + (f" (hint: {d.hint})" if d.hint else "")
+        results.append({"ruleId": d.code, "ruleIndex": rules[d.code], "level": _LEVELS.get(d.severity, "note"),
+                        "message": {"text": message}, "locations": [{"physicalLocation": location}]})
+    driver = {
+        "name": "amldist",
+        "version": __version__,
+        "rules": [{"id": code, "name": _rule_name(code),
+                   "shortDescription": {"text": code.replace("-", " ").capitalize()}} for code in rules],
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0",
+            "runs": [{"tool": {"driver": driver}, "columnKind": "unicodeCodePoints", "results": results}]}
+
+
+def artifact_uri(file: str) -> str:
+    """``file`` as a URI reference relative to the current folder (``/`` separators, %-escaped).
+
+    A file on another drive keeps an absolute ``file:`` URI; a name such as ``<stdin>`` is
+    escaped into a valid relative reference.
+    """
+    from pathlib import Path
+    from urllib.parse import quote
+
+    try:
+        rel = os.path.relpath(file) if os.path.isabs(file) else os.path.normpath(file)
+    except ValueError:  # another drive (Windows)
+        return Path(file).as_uri()
+    return quote(rel.replace(os.sep, "/"), safe="/")
+
+
+def _rule_name(code: str) -> str:
+    """SARIF's rule ``name`` is an identifier-like word: ``undeclared-input`` -> ``UndeclaredInput``."""
+    return "".join(part.capitalize() for part in code.split("-"))

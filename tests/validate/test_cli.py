@@ -124,8 +124,17 @@ def test_a_non_spec_named_explicitly_is_an_error_unless_skipped(cli, tmp_path):
     other.write_text("services: {}\n")
     code, out, _ = cli("validate", str(other))
     assert code == 1 and "error not-a-spec" in out
-    code, out, _ = cli("validate", "--skip-non-specs", str(other))
-    assert code == 0 and "note not-a-spec" in out
+    code, out, err = cli("validate", "--skip-non-specs", str(other))
+    assert code == 0 and out == "" and "1 files, 0 errors, 0 warnings\n" in err  # skipped silently
+
+
+def test_skip_non_specs_is_silent_for_kinds_amldist_does_not_validate(cli, tmp_path):
+    model = tmp_path / "model.yml"
+    model.write_text("$schema: https://azuremlschemas.azureedge.net/latest/model.schema.json\nname: m\npath: ./x\n")
+    code, out, _ = cli("validate", str(model))
+    assert code == 0 and "note skipped-kind" in out  # without the option: a note says it was skipped
+    code, out, _ = cli("validate", "--skip-non-specs", "--format", "json", str(model), str(tmp_path))
+    assert code == 0 and json.loads(out)["diagnostics"] == []
 
 
 def test_globs_are_expanded(cli, tmp_path, monkeypatch):

@@ -1,0 +1,102 @@
+"""Which found files ``amldist validate`` leaves out: ``--exclude`` patterns and ignore files.
+
+Both use ``.gitignore`` syntax, matched by ``pathspec`` (a maintained implementation of git's
+wildmatch rules: ``**``, anchoring with ``/``, folder patterns ending in ``/``, ``!`` negation),
+rather than a hand-written matcher. ``pathspec`` is imported only when there is a pattern to
+match, so ``amldist validate one.yaml`` does not pay for it.
+
+- ``--exclude GLOB`` (repeatable) is matched against each found file's path relative to the
+  current folder and relative to the walked root, so ``tests/``, ``**/fixtures/**`` and
+  ``*.draft.yml`` all mean what they would in a ``.gitignore`` at either place.
+- Ignore files: ``.gitignore`` and ``.amlignore`` (the file ``az ml`` honours when it uploads
+  ``code:``) at each walked root: a folder argument, or the literal folder a glob starts from
+  (``specs/**/*.yml`` -> ``specs``). Their patterns are relative to that root, as git reads a
+  ``.gitignore``. Nested ignore files, ``.git/info/exclude`` and git's global excludes are not
+  read: the roots' files are what a CI job or a pre-commit hook can rely on seeing.
+- A file named on the command line is always validated (what a pre-commit hook passes).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+IGNORE_FILES = (".gitignore", ".amlignore")
+_MAX_IGNORE_BYTES = 1 << 20  # an ignore file larger than this is not one a person wrote: not read
+
+
+def walked_root(argument: str) -> str | None:
+    """The folder whose ignore files apply to what ``argument`` finds; None for a file."""
+    if os.path.isdir(argument):
+        return argument
+    if os.path.exists(argument) or not any(ch in argument for ch in "*?["):
+        return None
+    head = []
+    for part in argument.replace(os.sep, "/").split("/"):
+        if any(ch in part for ch in "*?["):
+            break
+        head.append(part)
+    return "/".join(head) or "."
+
+
+def read_ignore_file(path: str) -> list[str]:
+    """The lines of one ignore file; [] when absent, not a regular file, too large or unreadable.
+
+    Checked with ``stat`` first so that a FIFO or device named ``.gitignore`` is never opened.
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_IGNORE_BYTES:
+            return []
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().splitlines()
+    except OSError:
+        return []
+
+
+def _spec(lines):
+    import pathspec  # only when there is a pattern to match
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _relative(path: str, start: str) -> str | None:
+    try:
+        rel = os.path.relpath(path, start)
+    except ValueError:  # another drive (Windows)
+        return None
+    if rel == ".." or rel.startswith(".." + os.sep):
+        return None
+    return rel.replace(os.sep, "/")
+
+
+class FileFilter:
+    """Decides, for each file found by walking a folder or expanding a glob, whether to leave it out."""
+
+    def __init__(self, excludes=(), *, use_ignore_files: bool = True):
+        self._excludes = _spec(excludes) if excludes else None
+        self._use_ignore_files = use_ignore_files
+        self._roots: dict = {}  # root -> its ignore spec (None when it has no patterns)
+
+    def _root_spec(self, root: str):
+        if root not in self._roots:
+            lines = []
+            if self._use_ignore_files:
+                for name in IGNORE_FILES:
+                    lines.extend(read_ignore_file(os.path.join(root, name)))
+            patterns = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+            self._roots[root] = _spec(lines) if patterns else None
+        return self._roots[root]
+
+    def excluded(self, path: str, root: str | None) -> bool:
+        """Whether a found ``path`` (under ``root``, None for a named file) is left out."""
+        if root is None:
+            return False  # named on the command line: always validated
+        in_root = _relative(path, root)
+        spec = self._root_spec(root)
+        if spec is not None and in_root is not None and spec.match_file(in_root):
+            return True
+        if self._excludes is None:
+            return False
+        here = _relative(os.path.abspath(path), os.getcwd())
+        return any(rel is not None and self._excludes.match_file(rel) for rel in (here, in_root))
