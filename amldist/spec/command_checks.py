@@ -81,9 +81,14 @@ def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[
         stray = ph.stray_legacy_reference(command)
         if stray:
             source, name = stray.groups()
+            v2 = f"${{{{{source}.{name}}}}}"
+            hint = f"in an ML v2 command write {v2}"
+            group = plain_brackets(command, stray.start(), stray.end())
+            if group:  # a legacy optional group: v2 writes it $[[ ... ]]
+                hint += f", and an optional group $[[ ... ]]: {'$[' + group.replace(stray.group(0), v2) + ']'}"
             findings.append(CommandFinding(
-                "legacy-placeholder", ERROR, f"{stray.group(0)} is the legacy placeholder syntax",
-                f"in an ML v2 command write ${{{{{source}.{name}}}}}", stray.start(), stray.group(0)))
+                "legacy-placeholder", ERROR, f"{stray.group(0)!r} is the legacy placeholder syntax", hint,
+                stray.start(), stray.group(0)))
         if "${{" not in command and "$[[" not in command:
             return findings
     refs = _references(command, legacy, findings)
@@ -105,20 +110,27 @@ def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[
             declared = ", ".join(sorted(names)) or "none"
             hint = f"did you mean {guess!r}?" if guess else f"declare {name!r} under {source} (declared: {declared})"
             findings.append(CommandFinding(f"undeclared-{source[:-1]}", ERROR,
-                                           f"uses {text} but {source} declares no {name!r}", hint, start, text))
+                                           f"uses {text!r} but {source} declares no {name!r}", hint, start, text))
         elif source == "inputs" and name in optional and not in_group:
             example = f"[--{name} {text}]" if legacy else f"$[[--{name} {text}]]"
             where = f"uses optional input {name!r} outside an optional group {group}"
+            wrap, wrap_argument = f"wrap it, e.g. {example}", f"wrap the argument, e.g. {example}"
+            brackets = None if legacy else plain_brackets(command, start, end)
+            if brackets:  # the legacy group syntax: say why it is not a group here
+                example = "$[" + brackets + "]"
+                wrap = wrap_argument = f"write {example} instead"
+                where = (f"uses optional input {name!r} inside {brackets!r}, which an ML v2 command passes on "
+                         f"as text: v2 writes an optional group {group}")
             spec = names[name]
             if isinstance(spec, dict) and spec.get("default") is not None:
                 findings.append(CommandFinding(
                     "optional-input-default-outside-group", WARNING,
                     f"{where}; its default fills it when no value is given",
-                    f"the argument is always passed; to let a caller leave it out wrap it, e.g. {example}, "
+                    f"the argument is always passed; to let a caller leave it out {wrap}, "
                     "or drop 'optional: true'", start, text))
             else:
                 findings.append(CommandFinding("optional-input-outside-group", ERROR, where,
-                                               f"wrap the argument, e.g. {example}, or make the input required",
+                                               f"{wrap_argument}, or make the input required",
                                                start, text))
     return findings
 
@@ -133,7 +145,22 @@ def _references(command: str, legacy: bool, findings: list):
     try:
         return [(r.source, r.name, r.start, r.end, r.in_group)
                 for r in ph.references(command, ph.LEGACY if legacy else ph.V2)]
-    except ph.PlaceholderSyntaxError as exc:
-        excerpt = command[exc.offset: exc.offset + 3].strip() or None
-        findings.append(CommandFinding(exc.code, ERROR, exc.reason, exc.hint, exc.offset, excerpt))
+    except ph.PlaceholderSyntaxError as exc:  # located by what is written there, not by the first "${{"
+        findings.append(CommandFinding(exc.code, ERROR, exc.reason, exc.hint, exc.offset, exc.written.strip() or None))
         return None
+
+
+def plain_brackets(command: str, start: int, end: int) -> str | None:
+    """The ``[ ... ]`` around the reference at ``start:end`` in an ML v2 command, or None.
+
+    ML v2 reads plain brackets as text (only ``$[[ ... ]]`` is an optional group), so a
+    ``[--x ${{inputs.x}}]`` moved from a legacy spec passes the brackets on. Shell tests
+    (``[[ ... ]]``) and real ``$[[`` groups are not such brackets.
+    """
+    opening = command.rfind("[", 0, start)
+    closing = command.find("]", end)
+    if opening < 0 or closing < 0 or "]" in command[opening:start] or "[" in command[end:closing]:
+        return None
+    if command[opening - 1: opening] in ("[", "$") or command[closing + 1: closing + 2] == "]":
+        return None
+    return command[opening: closing + 1]

@@ -57,14 +57,45 @@ _DROPPED = "\x00"  # stands for a dropped group until the spaces around it are s
 
 
 class PlaceholderSyntaxError(UserError):
-    """A command line that cannot be read; ``offset`` is 0-based into the command text."""
+    """A command line that cannot be read; ``offset`` is 0-based into the command text.
 
-    def __init__(self, code: str, reason: str, text: str, offset: int, hint: str | None = None):
+    ``written``: the text the error is about as it stands in the command (the malformed
+    reference, the unmatched bracket and what follows it on its line), to quote and to find it.
+    """
+
+    def __init__(self, code: str, reason: str, text: str, offset: int, hint: str | None = None,
+                 written: str | None = None):
         excerpt = text[max(0, offset - 15): offset + 25].replace("\n", " ")
         super().__init__(f"{reason} at offset {offset} of the command (near {excerpt!r})", hint=hint)
         self.code = code
         self.reason = reason
         self.offset = offset
+        self.written = written or _word_at(text, offset)
+
+
+def _word_at(text: str, offset: int) -> str:
+    """The non-blank run starting at ``offset`` (at most 40 characters), to point at it."""
+    end = offset
+    while end < len(text) and end - offset < 40 and not text[end].isspace():
+        end += 1
+    return text[offset:end] or text[offset: offset + 1]
+
+
+def malformed_text(text: str, start: re.Match, syntax: str) -> str:
+    """What a malformed reference looks like as written: from its opening ``${{inputs.`` / ``{inputs.``
+    through the name-like run after it and the closing braces when they follow (``${{inputs.b``,
+    ``${{inputs.my-x}}``), at most 60 characters."""
+    end = start.end()
+    limit = min(len(text), start.start() + 60)
+    while end < limit and not text[end].isspace() and text[end] not in "}$[]":
+        end += 1
+    close = "}}" if syntax == V2 else "}"
+    after = end
+    while after < limit and text[after] in " \t":  # `${{ inputs.x-y }}`: blanks before the closing braces
+        after += 1
+    if text.startswith(close, after):
+        end = after + len(close)
+    return text[start.start(): end]
 
 
 @dataclass(frozen=True)
@@ -135,10 +166,15 @@ def _placeholders(text: str, syntax: str) -> list[Placeholder]:
     for match in start.finditer(text):
         ref = full.match(text, match.start())
         if ref is None:
+            written = malformed_text(text, match, syntax)
+            close = "}}" if syntax == V2 else "}"
+            reason = (f"the reference {written!r} is not closed with {close!r}" if not written.endswith(close)
+                      else f"the reference {written!r} is malformed: a name is letters, digits and _")
             raise PlaceholderSyntaxError(
-                "malformed-placeholder", "malformed reference", text, match.start(),
+                "malformed-placeholder", reason, text, match.start(),
                 hint="write {inputs.NAME} (legacy) or ${{inputs.NAME}} (v2); NAME is letters, digits and _"
                      + (" (in v2 also dotted, e.g. group.param)" if syntax == V2 else ""),
+                written=written,
             )
         found.append(Placeholder(ref.group(1), ref.group(2), ref.start(), ref.end()))
     return found
