@@ -18,7 +18,7 @@ Choices made here:
 from __future__ import annotations
 
 from amldist.diagnostics import ERROR, WARNING, Diagnostic
-from amldist.spec.kinds import DISTRIBUTED_COMPONENT
+from amldist.spec.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT
 from amldist.validate.evaluator import HINT, UNKNOWN_KEYS, is_valid
 from amldist.spec.field_paths import field_path
 from amldist.spec.suggestions import suggest
@@ -53,6 +53,12 @@ def unknown_key_note(path, kind=None, key=None) -> str | None:
     if last == "component" and len(path) == 3 and path[0] == "jobs":  # a pipeline step's inline component
         return SENDS
     return None
+
+
+def in_component(path, kind) -> bool:
+    """Whether the mapping at ``path`` is part of a component rather than a job: a command
+    component's own, or a pipeline step's inline ``component:``."""
+    return (len(path) == 1 and kind == COMMAND_COMPONENT) or (len(path) >= 2 and path[-2] == "component")
 
 
 class Reporter:
@@ -102,7 +108,12 @@ class Reporter:
             text = f"missing required key {missing!r}" + (f" in {where}" if where else "")
             self.emit(path + (missing,), ERROR, "missing-key", text, hint, at=path)
         elif kw in ("not", "false") and error.value in ({}, True, False) and path and isinstance(path[-1], str):
-            self.emit(path, ERROR, "unknown-key", "is not allowed here", hint)  # a key closed with `not: {}`
+            # a key closed with `not: {}` (worker_count under pytorch): in a component's distribution
+            # a warning, like the unknown keys there, since azure-ai-ml drops it
+            if path[-2:-1] == ("distribution",) and in_component(path[:-1], self.kind):
+                self.emit(path, WARNING, "unknown-key", f"is not allowed here ({DROPS})", hint)
+            else:
+                self.emit(path, ERROR, "unknown-key", "is not allowed here", hint)
         else:
             tip, code, text = hint, CODES.get(kw, "invalid-value"), describe(error)
             if kw in ("enum", "const", "pattern"):
@@ -112,7 +123,8 @@ class Reporter:
                     tip = _join(hint, f"did you mean {guess!r}?")
                 if kw == "pattern" and allowed:  # a caseless word list written as a pattern
                     code, text = "invalid-value", f"{show(error.instance)} is not one of: {choices(allowed)}"
-            self.emit(path, ERROR, code, text, tip)
+            key = error.params.get("property_name")  # propertyNames: at the key, not at its mapping
+            self.emit(path, ERROR, code, text, tip, at=None if key is None else path + (key,))
 
     def add_union(self, error, path, hint) -> None:
         branches = error.value
