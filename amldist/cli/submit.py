@@ -51,6 +51,8 @@ def register(subparsers) -> None:
     parser.add_argument("--name", metavar="NAME", help="job name (must be new); default: generated")
     parser.add_argument("--python", metavar="PATH", help="locally: the python every process runs (default: the one "
                         "amldist runs in, whatever PATH says)")
+    parser.add_argument("--max-parallel", type=count_option("max_parallel"), metavar="N",
+                        help="pipelines, locally: processes that independent steps may run at once (default: CPUs)")
     parser.set_defaults(func=run)
 
 
@@ -79,6 +81,7 @@ def run(args) -> int:
     options = SubmitOptions(
         dry_run=args.dry_run, stream=args.stream, name=args.name, workspace=args.workspace,
         resource_group=args.resource_group, subscription=args.subscription, python=args.python,
+        max_parallel=args.max_parallel,
     )
     backend = get_backend(choose_backend(args, prepared.job))
     plan = backend.plan(prepared, options)  # pure: what --dry-run prints is what run() does

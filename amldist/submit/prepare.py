@@ -56,9 +56,11 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
     kind = detect_kind(doc.data)
     if kind is None:
         from_data(doc.data, file=file)  # raises the loader's "not a spec" error
-    if kind == PIPELINE_JOB:
-        raise UserError(f"{file} is a pipeline job; amldist submit runs one command job at a time",
-                        hint="submit pipelines with 'az ml job create --file' or azure-ai-ml (see samples/pipeline)")
+    if kind == PIPELINE_JOB:  # a graph of steps: amldist.submit.pipeline resolves it
+        from amldist.submit.pipeline import prepare_pipeline
+
+        return prepare_pipeline(file, doc, text, sets=sets, inputs=inputs, cwd=cwd, instance_count=instance_count,
+                                process_count_per_instance=process_count_per_instance, check=_check)
     input_values = overrides.parse_inputs(inputs)
     kept: list = []
 

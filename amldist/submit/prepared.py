@@ -35,6 +35,7 @@ class SubmitOptions:
     grace_seconds: float = 5.0  # after one rank fails, how long the others get before SIGTERM
     status_line: bool | None = None  # None: a live status line only when stdout is a terminal
     python: str | None = None  # --python: the ranks' python; None: the interpreter amldist runs in
+    max_parallel: int | None = None  # --max-parallel: processes a pipeline's steps may run at once; None: CPUs
 
 
 @dataclass

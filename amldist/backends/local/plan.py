@@ -98,11 +98,13 @@ class LocalPlan:
         return os.path.join(self.run_dir, "user_logs")
 
 
-def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: str | None | bool = True) -> LocalPlan:
+def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: str | None | bool = True,
+         pending_inputs=()) -> LocalPlan:
     """Everything a local run would do, computed without doing any of it.
 
     ``environ`` defaults to ``os.environ``; ``mpirun`` is the launcher to use for one-node MPI
-    jobs (True: find it, None/False: emulate).
+    jobs (True: find it, None/False: emulate). ``pending_inputs``: input names whose paths an
+    earlier pipeline step will create, so they need not exist yet.
     """
     job = prepared.job
     file = prepared.source
@@ -114,7 +116,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
 
-    values = {f"inputs.{k}": v for k, v in resolve_inputs(job.inputs, prepared.base_dir, file).items()}
+    values = {f"inputs.{k}": v for k, v in resolve_inputs(job.inputs, prepared.base_dir, file, pending_inputs).items()}
     outputs = {}
     for out_name, spec in (job.outputs or {}).items():
         out_type = str(spec.get("type", "uri_folder")) if isinstance(spec, dict) else "uri_folder"
@@ -255,12 +257,14 @@ def code_folder(code, base_dir: str, file: str) -> str | None:
     return path
 
 
-def resolve_inputs(inputs, base_dir: str, file: str) -> dict[str, str | None]:
+def resolve_inputs(inputs, base_dir: str, file: str, pending=()) -> dict[str, str | None]:
     """Each input's text in the command: literals via ``str()``, data inputs as absolute local
     paths (relative ones against the YAML's folder), None for an unset optional input."""
     values: dict[str, str | None] = {}
     for name, spec in (inputs or {}).items():
-        if is_path_input(spec):
+        if is_path_input(spec) and name in pending:  # made by an earlier pipeline step
+            values[name] = paths.local_path(str(spec["path"]), base_dir)
+        elif is_path_input(spec):
             values[name] = _local_path(name, spec, base_dir, file)
         elif isinstance(spec, dict):
             value = spec.get("value", spec.get("default"))
