@@ -197,7 +197,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             wanted = ".".join(parts[1:])
             guess = suggest(wanted, list(names))
             ctx.emit(value_path, severity, f"undeclared-{parts[0][:-1]}",
-                     f"{rules.field_path(value_path)} binds {text} but the pipeline declares no "
+                     f"{rules.field_path(value_path)} binds {text!r} but the pipeline declares no "
                      f"{parts[0][:-1]} {wanted!r}",
                      f"did you mean {guess!r}?" if guess else f"declare {wanted!r} under the pipeline's {parts[0]}:",
                      position=position)
@@ -206,7 +206,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
         if node not in jobs:
             guess = suggest(node, list(jobs))
             ctx.emit(value_path, severity, "unknown-job",
-                     f"{rules.field_path(value_path)} binds {text} but the pipeline has no job {node!r}",
+                     f"{rules.field_path(value_path)} binds {text!r} but the pipeline has no job {node!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
         elif len(parts) >= 4 and parts[2] == "outputs" and node in node_outputs and not _declares(
                 node_outputs[node], parts[3:]):
@@ -214,7 +214,7 @@ def check_binding(ctx, value_path, text, parts, inputs, outputs, jobs, node_outp
             wanted = ".".join(parts[3:])
             guess = suggest(wanted, list(known))
             ctx.emit(value_path, WARNING, "undeclared-output",
-                     f"{rules.field_path(value_path)} binds {text} but job {node!r} has no output {wanted!r}",
+                     f"{rules.field_path(value_path)} binds {text!r} but job {node!r} has no output {wanted!r}",
                      f"did you mean {guess!r}?" if guess else None, position=position)
 
 
