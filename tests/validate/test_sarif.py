@@ -58,7 +58,7 @@ def test_the_log_has_what_github_code_scanning_reads(log):
               r["locations"][0]["physicalLocation"]["region"]["startColumn"]) for r in run["results"]]
     assert found == [
         ("undeclared-input", "error", "jobs/bad.yml", 2, 15),
-        ("undeclared-output", "error", "jobs/bad.yml", 2, 33),
+        ("undeclared-output", "error", "jobs/bad.yml", 2, 32),
         ("unknown-key", "error", "jobs/bad.yml", 6, 3),
         ("not-a-spec", "note", "jobs/compose.yml", 1, 1),
     ]
