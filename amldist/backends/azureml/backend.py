@@ -78,6 +78,11 @@ class AzureMLBackend:
         from amldist.backends.azureml.workspace import require_workspace
         from amldist.spec.azure_sdk import rest_body
 
+        if hasattr(prepared, "graph"):  # a pipeline: amldist.backends.azureml.pipeline
+            from amldist.backends.azureml import pipeline
+
+            return pipeline.plan_pipeline(prepared, options, environ=os.environ if self.environ is None else
+                                          self.environ, cwd=self.cwd or os.getcwd())
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         if options.name:
             job.name = options.name
@@ -99,6 +104,11 @@ class AzureMLBackend:
 
     def describe(self, plan: AzurePlan) -> str:
         from amldist.spec.secrets import mask_tree
+
+        if not isinstance(plan, AzurePlan):
+            from amldist.backends.azureml.pipeline import describe_pipeline
+
+            return describe_pipeline(plan)
 
         snapshot = plan.snapshot
         shown = {
@@ -128,6 +138,13 @@ class AzureMLBackend:
         # azure-ai-ml logs "This is an experimental class" for schemas every job uses;
         # nothing a user can act on.
         logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
+        if not isinstance(plan, AzurePlan):  # a pipeline
+            from amldist.backends.azureml.pipeline import submit_pipeline
+
+            created = submit_pipeline(plan, client_for=self._client, call=_azure_call)
+            print(f"job: {created.name}")
+            print(f"studio: {created.studio_url}")
+            return self._stream(self._client(workspace), created, workspace) if plan.stream else 0
         for message in plan.warnings:
             _warn(message)
         job = copy.deepcopy(plan.job)

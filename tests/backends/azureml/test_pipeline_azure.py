@@ -1,0 +1,64 @@
+"""Pipeline submission through the real MLClient, up to the HTTP boundary (fake_pipeline.py)."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+import amldist.backends.azureml.backend as azureml
+from tests.backends.azureml.fake_pipeline import FakePipelineAzure, PipelineCredential
+from tests.submit.pipeline_project import make_pipeline_project
+
+
+@pytest.fixture
+def fake_pipeline_azure(monkeypatch, no_network, clean_env):
+    import azure.storage.blob._shared.base_client as blob_base
+
+    fake = FakePipelineAzure()
+    monkeypatch.setattr(blob_base, "RequestsTransport", lambda **kwargs: fake)
+    monkeypatch.setattr(azureml, "AzureMLBackend", functools.partial(
+        azureml.AzureMLBackend, credential=PipelineCredential(), client_kwargs={"transport": fake}))
+    yield fake
+    assert fake.unexpected == [], f"requests the fake does not emulate: {[r.url for r in fake.unexpected]}"
+
+
+WORKSPACE = ("--workspace", "ws", "--resource-group", "rg", "--subscription", "00000000-0000-0000-0000-000000000000")
+
+
+def test_pipeline_submission_puts_the_pipeline_and_the_runtime_in_every_distributed_step(
+        fake_pipeline_azure, cli, tmp_path):
+    project = make_pipeline_project(tmp_path / "p")
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    code, out, err = cli("submit", str(project / "pipeline.yml"), *WORKSPACE)
+    assert code == 0, err
+    assert "job: demo" in out
+    (put,) = fake_pipeline_azure.job_puts()
+    body = put.json()["properties"]
+    assert body["jobType"] == "Pipeline"
+    assert set(body["jobs"]) == {"prep", "train", "evaluate"}
+    assert body["jobs"]["train"]["inputs"]["data"]["value"] == "${{parent.jobs.prep.outputs.data}}"
+    # every step's component was registered; the code of the distributed one holds the runtime, the others' not
+    specs = [c["properties"]["componentSpec"] for c in fake_pipeline_azure.components.values()]
+    assets = fake_pipeline_azure.code_assets()
+    with_code = {bool(spec.get("distribution")): assets[spec["code"].split("/codes/")[1].split("/")[0]]
+                 for spec in specs if spec.get("code")}
+    assert set(with_code) == {True, False}
+    assert {"train.py", "amldist/__init__.py", "amldist/runtime/__init__.py"} <= set(with_code[True])
+    assert not any(name.startswith("amldist/") for name in with_code[False])
+    # the user's folders are only read
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+
+
+def test_pipeline_dry_run_shows_the_rest_body_and_the_runtime_steps(fake_pipeline_azure, cli, tmp_path):
+    project = make_pipeline_project(tmp_path / "p")
+    code, out, err = cli("submit", str(project / "pipeline.yml"), "--dry-run",
+                         "--set", "jobs.train.resources.instance_count=1")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert list(shown["steps_with_runtime"]) == ["train"]
+    assert "amldist/runtime/process_group.py" in shown["steps_with_runtime"]["train"]["files"]
+    body = shown["request"]["body"]["properties"]
+    assert body["jobs"]["train"]["resources"]["instance_count"] == 1
+    assert fake_pipeline_azure.requests == []  # a dry run sends nothing
