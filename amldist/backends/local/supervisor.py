@@ -33,6 +33,7 @@ import time
 from amldist.backends.local.plan import LocalPlan
 from amldist.backends.local.process_groups import Subreaper, Watchdog, die_with_parent, stop_adopted, stop_sessions
 from amldist.backends.local.code_copy import copy_code
+from amldist.backends.local.run_state import RunState, record_end
 from amldist.backends.runtime_bundle import RUNS_DIR, add_runtime
 from amldist.errors import UserError
 
@@ -125,6 +126,7 @@ class Supervisor:
         self._status_shown = False
         self.running = False  # before start(): a stop signal interrupts the preparation instead
         self.watchdog: Watchdog | None = None
+        self.state = None  # run_state.RunState: the run's status.json, set by launch()
         self.reaper: Subreaper | None = None
 
     # -- starting -------------------------------------------------------------------------
@@ -158,6 +160,8 @@ class Supervisor:
             if self.stop_signal is not None:
                 return "signal", None
             codes = [p.poll() for p in self.popens]
+            if self.state is not None:
+                self.state.update(codes)
             failed = next((i for i, c in enumerate(codes) if c not in (None, 0)), None)
             if failed is not None:
                 return "failed", failed
@@ -271,7 +275,9 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
           flush=True)
     busy = _hold_port(p.busy_port)
     try:
+        sup.state = RunState(p)
         sup.start()
+        sup.state.started(sup.popens)
         outcome, failed = sup.watch()
         if outcome == "failed":
             sup.wait_others(p.grace_seconds)
@@ -283,6 +289,7 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
         if p.stream:
             sup.pump(final=True)
         sup.clear_status()
+    record_end(sup, outcome, failed)
     try:
         return _report(sup, outcome, failed, out, err)
     except OSError:  # the terminal is gone (SIGHUP): the processes are stopped, nobody reads the report
