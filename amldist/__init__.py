@@ -18,6 +18,7 @@ _LAZY = {
     "loads": "amldist.spec",
     "validate_paths": "amldist.validate",
     "vm_sizes": "amldist.spec.vm_sizes",
+    "run_local": "amldist.backends.local.pipeline_run",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -37,6 +37,7 @@ print(f"rank {env.rank}/{env.world_size} total {total.item()}", flush=True)
 if env.rank == 0:
     with open(os.path.join(args.model, "model.txt"), "w") as fh:
         fh.write(f"total={total.item()} world={env.world_size}\\n")
+dist.barrier()
 dist.destroy_process_group()
 """
 

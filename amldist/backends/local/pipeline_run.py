@@ -288,3 +288,32 @@ def summary_text(pp: PipelinePlan, runner: _Runner) -> str:
             for r in step_records(pp, runner)]
     width = [max(len(row[i]) for row in rows + [("step", "status", "time", "folder")]) for i in range(3)]
     return "\n".join(f"  {a:<{width[0]}}  {b:<{width[1]}}  {c:>{width[2]}}  {d}" for a, b, c, d in rows)
+
+
+def run_local(pipeline, *, name: str | None = None, max_parallel: int | None = None, dry_run: bool = False,
+              sets=(), inputs=(), run_root: str = ".amldist/runs") -> int:
+    """Run a pipeline on this machine from Python, as ``amldist submit FILE --local`` does.
+
+    ``pipeline`` is a pipeline YAML path, an amldist ``PipelineJob``, or an azure-ai-ml
+    ``PipelineJob`` built with ``@dsl.pipeline`` (its YAML form, ``_to_dict()``, holds each step's
+    component inline with absolute code paths). Returns the exit code; ``dry_run`` prints the plan.
+    """
+    import tempfile
+
+    from amldist.submit.prepare import prepare
+
+    options = SubmitOptions(name=name, max_parallel=max_parallel, run_root=run_root)
+    with tempfile.TemporaryDirectory(prefix="amldist-pipeline-") as folder:
+        if isinstance(pipeline, (str, os.PathLike)):
+            path = os.fspath(pipeline)
+        else:
+            data = pipeline._to_dict() if hasattr(pipeline, "_to_dict") else pipeline.to_dict()
+            path = os.path.join(folder, f"{getattr(pipeline, 'name', None) or 'pipeline'}.yml")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(dump_yaml(data))
+        prepared = prepare(path, sets=list(sets), inputs=list(inputs))
+        p = plan_pipeline(prepared, options)
+        if dry_run:
+            print(describe_pipeline(p))
+            return 0
+        return run_pipeline(p)
