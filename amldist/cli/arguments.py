@@ -6,7 +6,7 @@ at import time: the CLI imports them all to build ``--help``, and heavy imports
 (jsonschema, azure-ai-ml, torch) belong inside ``run``.
 """
 
-NAMES = ("validate", "vm_sizes", "convert", "submit")
+NAMES = ("validate", "vm_sizes", "convert", "submit", "job")
 
 
 def count_option(field: str):

@@ -2,7 +2,7 @@
 
 - ``plan``: pure (no credentials, no network, nothing written): the workspace (from the flags,
   ``AZUREML_ARM_*`` or ``config.json``; a plan without one is still printable), the code
-  snapshot's files (:func:`amldist.backends.azureml.snapshot.plan_snapshot`: the user's files
+  snapshot's files (:func:`amldist.spec.code_snapshot.plan_snapshot`: the user's files
   plus ``amldist/runtime/``), and the REST body azure-ai-ml will PUT
   (:func:`amldist.spec.azure_sdk.rest_body`). Its ``codeId`` names the snapshot that is
   uploaded, not the local folder: the real id exists only after the upload.
@@ -29,7 +29,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from amldist.backends.azureml.snapshot import SnapshotPlan
+from amldist.spec.code_snapshot import SnapshotPlan
 from amldist.backends.azureml.workspace import Workspace
 from amldist.errors import UserError
 from amldist.submit.prepared import Prepared, SubmitOptions
@@ -74,7 +74,7 @@ class AzureMLBackend:
 
     # --- what will be sent (pure) -------------------------------------------------------------
     def plan(self, prepared: Prepared, options: SubmitOptions) -> AzurePlan:
-        from amldist.backends.azureml.snapshot import plan_snapshot
+        from amldist.spec.code_snapshot import plan_snapshot
         from amldist.backends.azureml.workspace import require_workspace
         from amldist.spec.azure_sdk import rest_body
 
@@ -127,7 +127,7 @@ class AzureMLBackend:
 
     # --- sending it (the only step that acts) -------------------------------------------------
     def run(self, plan: AzurePlan) -> int:
-        from amldist.backends.azureml.snapshot import materialized
+        from amldist.spec.code_snapshot import materialized
         from amldist.spec.azure_sdk import to_azure
 
         if plan.workspace is None:
@@ -151,7 +151,7 @@ class AzureMLBackend:
         with materialized(plan.snapshot) as written:
             if written.path is not None:
                 job.code = written.path
-            entity = to_azure(job, base_dir=plan.base_dir)
+            entity = to_azure(job, base_dir=plan.base_dir, add_runtime=False)  # the snapshot above holds it
             client = self._client(workspace)
             created = _azure_call(lambda: client.jobs.create_or_update(entity), workspace)
         print(f"job: {created.name}")
@@ -243,3 +243,8 @@ def _azure_call(call, workspace):
         if isinstance(exc, MlException) and not isinstance(exc, JobException):
             raise UserError(f"azure-ai-ml: {' '.join(str(exc.message).split())}", exit_code=1) from None
         raise
+
+
+# Public names for the other Azure verbs (amldist.backends.azureml.jobs): one error mapping for all.
+azure_call = _azure_call
+require_azure = _require_azure
