@@ -13,7 +13,7 @@ import pytest
 import amldist
 from amldist.authoring import BuilderError, BuilderWarning
 from amldist.authoring.arguments import count
-from amldist.backends.azureml.snapshot import plan_snapshot
+from amldist.spec.code_snapshot import plan_snapshot
 from amldist.backends.local.plan import code_folder
 from amldist.cli.arguments import count_option
 from amldist.errors import UserError

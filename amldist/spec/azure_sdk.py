@@ -14,6 +14,7 @@ import re
 from contextlib import contextmanager
 
 from amldist.errors import UserError
+from amldist.spec import paths
 
 __all__ = ["InteropError", "to_azure", "rest_body"]
 
@@ -105,7 +106,7 @@ def _one_line(exc: BaseException) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def to_azure(spec, *, base_dir=None):
+def to_azure(spec, *, base_dir=None, add_runtime: bool = True):
     """The azure.ai.ml entity for ``spec``.
 
     CommandJob -> ``azure.ai.ml.entities.Command`` (what ``load_job`` returns for a
@@ -114,6 +115,14 @@ def to_azure(spec, *, base_dir=None):
     AZURE_ML_INTERNAL_COMPONENTS_ENABLED set for the duration of the call).
     Relative ``code:``/``file:`` paths resolve against ``base_dir`` (default: the
     current directory). Raises InteropError when azure-ai-ml rejects the YAML.
+
+    A distributed job or component (a ``distribution:``, or a legacy launcher) whose ``code:``
+    is local gets the code snapshot ``amldist submit`` uploads: the folder's files plus
+    ``amldist/runtime/`` (:mod:`amldist.spec.code_snapshot`), so ``from amldist.runtime import
+    init_distributed`` works in its container also when the entity is a ``@dsl.pipeline`` step.
+    The snapshot is written to a temporary folder that lives until this Python process ends
+    (azure-ai-ml uploads it only when the job is submitted). ``add_runtime=False`` keeps the
+    code as written (the Azure backend, which writes its own snapshot, passes it).
     """
     try:
         from azure.ai.ml import load_component, load_job
@@ -126,6 +135,8 @@ def to_azure(spec, *, base_dir=None):
     from azure.ai.ml.exceptions import MlException
 
     kind = getattr(spec, "kind", None)
+    if add_runtime:
+        spec = _with_runtime(spec, base_dir)
     stream = io.StringIO(spec.to_yaml())
     origin = _origin(base_dir)
     try:
@@ -139,6 +150,28 @@ def to_azure(spec, *, base_dir=None):
     except (MlException, MarshmallowError) as exc:
         raise InteropError(f"azure-ai-ml rejects the {kind.replace('_', ' ')}: {_one_line(exc)}") from None
     raise TypeError(f"to_azure() needs an amldist spec object, not {type(spec).__name__}")
+
+
+def _with_runtime(spec, base_dir):
+    """``spec`` with its local code replaced by a snapshot holding the runtime shim (see to_azure)."""
+    distributed = getattr(spec, "distribution", None) is not None or getattr(spec, "kind", None) == "distributed_component"
+    code = getattr(spec, "code", None)
+    if not distributed or not paths.is_local(code):
+        return spec
+    import atexit
+    import dataclasses
+    import shutil
+    import tempfile
+
+    from amldist.spec.code_snapshot import plan_snapshot, write_snapshot
+
+    planned = plan_snapshot(code, os.fspath(base_dir) if base_dir is not None else os.getcwd(),
+                            getattr(spec, "command", None))
+    if not planned.shim_added:
+        return spec  # the code has its own amldist, or is missing (azure-ai-ml says so in its words)
+    folder = tempfile.mkdtemp(prefix="amldist-snapshot-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return dataclasses.replace(spec, code=write_snapshot(planned, folder).path)
 
 
 def rest_body(spec, *, base_dir=None) -> dict:
@@ -159,7 +192,7 @@ def rest_body(spec, *, base_dir=None) -> dict:
             f"only a job has a REST body, not a {getattr(spec, 'kind', type(spec).__name__)}",
             hint="turn a component into a job first (amldist.component_to_job)",
         )
-    entity = to_azure(spec, base_dir=base_dir)
+    entity = to_azure(spec, base_dir=base_dir, add_runtime=False)  # what is sent, with no snapshot written
     from azure.ai.ml.entities._job.to_rest_functions import to_rest_job_object
 
     rest = to_rest_job_object(entity)

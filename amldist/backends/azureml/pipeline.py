@@ -2,7 +2,7 @@
 
 Every step that runs a distributed command (its own ``distribution``, or its component's, or a
 legacy component's ``launcher``) gets ``amldist/runtime/`` in its code snapshot, exactly as a
-single job does (:func:`amldist.backends.azureml.snapshot.plan_snapshot`): the step's component
+single job does (:func:`amldist.spec.code_snapshot.plan_snapshot`): the step's component
 is written inline into the pipeline sent (a legacy spec converted to its v2 equivalent), with
 ``code:`` pointing at a temporary snapshot that holds the user's files plus the shim. The user's
 folders and files are only read; steps without a distribution are sent as written.
@@ -27,7 +27,7 @@ import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from amldist.backends.azureml.snapshot import SnapshotPlan, materialized, plan_snapshot
+from amldist.spec.code_snapshot import SnapshotPlan, materialized, plan_snapshot
 from amldist.backends.azureml.workspace import Workspace, require_workspace
 from amldist.errors import UserError
 from amldist.spec import paths

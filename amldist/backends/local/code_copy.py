@@ -9,7 +9,7 @@ backend does the same. Like Azure ML, the copy skips what ``.amlignore`` lists, 
 trailing ``/`` for folders). ``.git``, ``__pycache__`` and ``.amldist`` (where run folders
 live) are always skipped.
 
-amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.backends.runtime_bundle`,
+amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.spec.runtime_bundle`,
 exactly as the Azure backend adds it (``amldist/runtime/`` and a minimal ``amldist/__init__.py``),
 so ``from amldist.runtime import init_distributed`` imports the same files locally and on Azure;
 a code folder with an ``amldist`` entry of its own keeps it, without the shim, as on Azure.
@@ -30,7 +30,7 @@ import os
 import shutil
 import stat
 
-from amldist.backends.runtime_bundle import RUNS_DIR
+from amldist.spec.runtime_bundle import RUNS_DIR
 from amldist.errors import UserError
 
 ALWAYS_SKIPPED = (".git", "__pycache__", RUNS_DIR)

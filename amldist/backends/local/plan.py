@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from amldist.backends.local import launchers as envs
 from amldist.backends.local.code_copy import check_code_source
 from amldist.backends.local.command import literal_text, render
-from amldist.backends.runtime_bundle import has_own_amldist
+from amldist.spec.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
 from amldist.spec import counts, paths
 from amldist.spec.booleans import is_optional

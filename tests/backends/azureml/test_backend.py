@@ -327,7 +327,7 @@ def test_importing_the_backend_does_not_import_azure():
 
     probe = textwrap.dedent("""
         import sys
-        import amldist.backends.azureml.backend, amldist.backends.azureml.workspace, amldist.backends.azureml.snapshot
+        import amldist.backends.azureml.backend, amldist.backends.azureml.workspace, amldist.spec.code_snapshot
         print(sorted(m for m in sys.modules if m.startswith("azure")))
     """)
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
