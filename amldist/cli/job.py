@@ -187,3 +187,51 @@ def _azure(args, name: str | None) -> int:
     jobs.download(client, workspace, name, args.download_path, output_name=args.output_name, all_outputs=args.all)
     print(f"downloaded job {name} to {args.download_path}", file=sys.stderr)
     return 0
+
+
+def run_and_report(backend, plan, *, json_output: bool = False, web: bool = False) -> int:
+    """``backend.run(plan)`` for ``amldist submit``; with ``json_output`` everything the run prints goes
+    to stderr and stdout gets one JSON object, the job as ``amldist job show --format json`` gives it
+    (plus ``exit_code``); ``web`` opens the Azure job's studio page."""
+    import contextlib
+
+    if not json_output:
+        code = backend.run(plan)
+        _open_studio(backend, web)
+        return code
+    with contextlib.redirect_stdout(sys.stderr):
+        code = backend.run(plan)
+    _open_studio(backend, web)
+    _print_json({**submitted(backend, plan), "exit_code": code})
+    return code
+
+
+def submitted(backend, plan) -> dict:
+    """What a finished ``submit`` made: a local run's state, an Azure job's record, or its name."""
+    run_dir = getattr(plan, "run_dir", None)
+    if run_dir:
+        from amldist.backends.local.jobs import describe
+        from amldist.backends.local.run_state import read_state
+
+        state = read_state(run_dir)
+        if state is not None:
+            return describe(state)
+    created = getattr(backend, "created", None)
+    if created is not None:
+        from amldist.backends.azureml.jobs import describe as describe_azure
+
+        return describe_azure(created)
+    return {"name": getattr(plan, "job_name", None) or getattr(getattr(plan, "job", None), "name", None)}
+
+
+def _open_studio(backend, web: bool) -> None:
+    url = getattr(getattr(backend, "created", None), "studio_url", None)
+    if not web:
+        return
+    if url is None:
+        print("note: --web opens an Azure ML job's studio page; a local run has none", file=sys.stderr)
+        return
+    import webbrowser
+
+    if not webbrowser.open(url):
+        print(f"note: no web browser to open; the studio page is {url}", file=sys.stderr)

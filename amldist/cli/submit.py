@@ -53,6 +53,9 @@ def register(subparsers) -> None:
                         "amldist runs in, whatever PATH says)")
     parser.add_argument("--max-parallel", type=count_option("max_parallel"), metavar="N",
                         help="pipelines, locally: processes that independent steps may run at once (default: CPUs)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="json: print the job's end state as one JSON object on stdout (for scripts)")
+    parser.add_argument("--web", action="store_true", help="open the job's studio page (Azure ML)")
     parser.set_defaults(func=run)
 
 
@@ -88,4 +91,6 @@ def run(args) -> int:
     if args.dry_run:
         print(backend.describe(plan))
         return 0
-    return backend.run(plan)
+    from amldist.cli.job import run_and_report
+
+    return run_and_report(backend, plan, json_output=args.format == "json", web=args.web)

@@ -144,6 +144,7 @@ class AzureMLBackend:
             created = submit_pipeline(plan, client_for=self._client, call=_azure_call)
             print(f"job: {created.name}")
             print(f"studio: {created.studio_url}")
+            self.created = created  # for submit --format json / --web
             return self._stream(self._client(workspace), created, workspace) if plan.stream else 0
         for message in plan.warnings:
             _warn(message)
@@ -156,6 +157,7 @@ class AzureMLBackend:
             created = _azure_call(lambda: client.jobs.create_or_update(entity), workspace)
         print(f"job: {created.name}")
         print(f"studio: {created.studio_url}")
+        self.created = created  # for submit --format json / --web
         sys.stdout.flush()
         if plan.stream:
             return self._stream(client, created, workspace)

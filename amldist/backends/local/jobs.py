@@ -91,9 +91,9 @@ def describe(state: dict) -> dict:
 
 
 def node_exit_code(codes: list) -> int | None:
-    """A node's exit code as Azure reports a node: its first failing process's, 0 when all
-    exited 0, None while one still runs."""
-    failing = [c for c in codes if c not in (None, 0)]
+    """A node's exit code: its first failing process's (one that exited by itself before one
+    amldist stopped with a signal), 0 when all exited 0, None while one still runs."""
+    failing = sorted((c for c in codes if c not in (None, 0)), key=lambda c: c < 0)
     if failing:
         return failing[0]
     return 0 if codes and all(c == 0 for c in codes) else None
