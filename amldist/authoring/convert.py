@@ -139,11 +139,13 @@ def _environment(env, code: str, base_dir: str):
         out["conda_file"] = _join(code, conda["conda_dependencies_file"])
     elif conda.get("pip_requirements_file"):
         path = os.path.join(base_dir, _join(code, conda["pip_requirements_file"]))
-        try:
-            with open(path, encoding="utf-8") as fh:
-                reqs = [line.strip() for line in fh if line.strip() and not line.lstrip().startswith("#")]
-        except OSError as exc:
-            raise UserError(f"cannot read pip requirements file {path}: {exc.strerror}", exit_code=1) from None
+        from amldist.spec.files import FileProblem, read_text
+
+        try:  # only a regular file, of bounded size (a FIFO or /dev/zero here would hang the conversion)
+            lines = read_text(path).splitlines()
+        except FileProblem as exc:
+            raise UserError(f"cannot read pip requirements file {path}: {exc.reason}", exit_code=1) from None
+        reqs = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
         out["conda_file"] = {"name": "project_environment", "dependencies": [LEGACY_PIP_PYTHON, {"pip": reqs}]}
     if str(env.get("os", "")).lower() == "windows":
         out["os_type"] = "windows"
@@ -161,8 +163,9 @@ def _additional_includes(path: str | None) -> list | None:
         return None
     from amldist.spec import YamlError, load_yaml
 
-    with open(includes, encoding="utf-8") as fh:
-        text = fh.read()
+    from amldist.spec.files import read_text
+
+    text = read_text(includes)
     try:
         data = load_yaml(text).data
     except YamlError:  # a plain list of lines is not always valid YAML

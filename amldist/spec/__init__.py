@@ -74,13 +74,15 @@ def parse_document(text: str, *, file: str = "<string>") -> YamlDocument:
 
 
 def read_document(path) -> tuple[str, YamlDocument]:
-    """A spec file's text and document, with one clear error for an unreadable or malformed file."""
+    """A spec file's text and document, with one clear error for an unreadable or malformed file.
+
+    Only a regular file is read (a FIFO, a device, ``/dev/zero`` behind a link are refused by
+    name, see ``amldist.spec.files``); a byte-order mark is dropped, as ``validate`` does.
+    """
+    from amldist.spec.files import read_text
+
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read {path}: {exc}", exit_code=1) from None
+    text = read_text(path)  # only a regular file, at most MAX_SPEC_BYTES: a FileProblem (UserError) otherwise
     return text, parse_document(text, file=path)
 
 

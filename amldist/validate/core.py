@@ -85,20 +85,17 @@ def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, b
 
 
 def read_text(path: str):
-    """(text, None) or (None, Diagnostic) for a file that cannot be read as UTF-8."""
+    """(text, None) or (None, Diagnostic) for a file that cannot be read as UTF-8.
+
+    ``spec.files.read_text`` reads it: only a regular file, of a bounded size.
+    """
+    from amldist.spec.files import FileProblem, read_text as read_regular
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        return None, Diagnostic(path, 0, 0, ERROR, "unreadable", f"cannot read the file: {exc.strerror or exc}")
-    try:
-        return raw.decode("utf-8-sig"), None
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        return None, Diagnostic(path, line, col, ERROR, "not-utf8",
-                                f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                                "save it as UTF-8")
+        return read_regular(path), None
+    except FileProblem as exc:
+        reason = f"cannot read the file: {exc.reason}" if exc.code == "unreadable" else exc.reason
+        return None, Diagnostic(path, exc.line, exc.col, ERROR, exc.code, reason, exc.hint)
 
 
 def validate_file(path, *, explicit: bool = True) -> list[Diagnostic]:
