@@ -25,13 +25,24 @@ class Diagnostic:
     field: str | None = None  # dotted path of the field, e.g. "distribution.type"
 
     def to_text(self) -> str:
+        """One line; a newline or terminal escape in a file name, key or value is shown escaped."""
         text = f"{self.file}:{self.line}:{self.col}: {self.severity} {self.code}: {self.message}"
         if self.hint:
             text += f" (hint: {self.hint})"
-        return text
+        return escape_text(text)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def escape_text(text: str) -> str:
+    """``text`` with every character that is not printable (newlines, ESC and other controls,
+    bidi overrides, line separators) written as a Python escape (``\\n``, ``\\x1b``, ``\\u202e``),
+    so that a name from a file can neither forge an extra ``FILE:LINE:COL:`` line nor drive
+    the terminal. Printable text (any script) is kept as it is."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def errors_in(diagnostics) -> list:

@@ -1,7 +1,8 @@
 """``amldist convert LEGACY.yaml [-o OUT] [--force] [run settings]``: legacy spec -> v2 component.
 
 Prints the v2 YAML on stdout, or writes OUT (never replacing an existing file without --force;
-relative paths are rewritten for OUT's folder). A file that does not validate gives the
+relative paths are rewritten for OUT's folder). OUT is written atomically and only as a regular
+file: an existing OUT keeps its mode, and a folder, FIFO, device or socket is refused even with --force. A file that does not validate gives the
 validator's diagnostics and exit 1; what the conversion leaves out is reported as ``warning:``
 lines on stderr. The mapping is documented in ``amldist.authoring.convert``.
 """
@@ -47,10 +48,8 @@ def run(args) -> int:
     from amldist.errors import UserError
 
     out = args.output
-    if out and os.path.exists(out) and not args.force:
-        raise UserError(f"{out} already exists; pass --force to replace it", exit_code=1)
-    if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise UserError(f"cannot write {out}: its folder does not exist", exit_code=1)
+    if out:
+        _check_output(out, args.force)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConversionWarning)
         try:
@@ -65,9 +64,11 @@ def run(args) -> int:
         except UserError as exc:
             exc.exit_code = 1  # a problem of the input file or a setting: 1, as for an invalid file
             raise
+    from amldist.diagnostics import escape_text
+
     for warning in caught:
         if issubclass(warning.category, ConversionWarning):
-            print(f"warning: {warning.message}", file=sys.stderr)
+            print(f"warning: {escape_text(str(warning.message))}", file=sys.stderr)
     text = HEADER.format(source=os.path.basename(args.legacy))
     if not out:
         sys.stdout.write(text + component.to_yaml())
@@ -75,20 +76,34 @@ def run(args) -> int:
     source_dir = os.path.dirname(os.path.abspath(args.legacy))
     rebase_paths(component, source_dir, os.path.dirname(os.path.abspath(out)))
     _write(out, text + component.to_yaml())
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"wrote {escape_text(out)}", file=sys.stderr)
     return 0
 
 
-def _write(path: str, text: str) -> None:
-    """Replace ``path`` in one step, so an interrupted run never leaves half a spec behind."""
-    import tempfile
+def _check_output(out: str, force: bool) -> None:
+    """Refuse OUT before converting: an existing one without --force, or anything but a regular file."""
+    from amldist.errors import UserError
+    from amldist.spec.files import kind_of
 
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".amldist-", suffix=".yaml")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        mode = os.stat(out).st_mode
+    except FileNotFoundError:
+        mode = None if not os.path.islink(out) else 0  # a dangling link: write_atomic would replace the link
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}", exit_code=1) from None
+    if mode is not None:
+        kind = kind_of(mode) if mode else "a link to nothing"
+        if kind is not None:  # a folder, FIFO, device or socket is never replaced, --force or not
+            raise UserError(f"cannot write {out}: it is {kind}, not a regular file",
+                            hint="name a regular file, or a new one", exit_code=1)
+        if not force:
+            raise UserError(f"{out} already exists; pass --force to replace it", exit_code=1)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise UserError(f"cannot write {out}: its folder does not exist", exit_code=1)
+
+
+def _write(path: str, text: str) -> None:
+    """Replace ``path`` in one step (``spec.files.write_atomic``: never half a spec, the mode kept)."""
+    from amldist.spec.files import write_atomic
+
+    write_atomic(path, text)

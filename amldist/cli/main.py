@@ -41,9 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        from amldist.diagnostics import escape_text  # a name with a newline or ESC stays on its line
+
+        print(f"error: {escape_text(exc.message)}", file=sys.stderr)
         if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
+            print(f"hint: {escape_text(exc.hint)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -53,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in amldist, not a user mistake
         if os.environ.get("AMLDIST_DEBUG"):
             raise
+        from amldist.diagnostics import escape_text
+
         print(
-            f"error: internal error: {type(exc).__name__}: {exc} "
+            f"error: internal error: {type(exc).__name__}: {escape_text(str(exc))} "
             "(set AMLDIST_DEBUG=1 for a traceback and report it)",
             file=sys.stderr,
         )
