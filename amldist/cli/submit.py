@@ -43,12 +43,12 @@ def register(subparsers) -> None:
     parser.add_argument("--instance-count", type=count_option("instance_count"), metavar="N", help="number of nodes")
     parser.add_argument("--process-count-per-instance", type=count_option("process_count_per_instance"), metavar="N",
                         help="processes per node (pytorch and mpi)")
-    parser.add_argument("--workspace", metavar="W", help="Azure ML workspace name")
-    parser.add_argument("--resource-group", metavar="G", help="resource group of the workspace")
+    parser.add_argument("-w", "--workspace-name", "--workspace", dest="workspace", metavar="W", help="Azure ML workspace name")
+    parser.add_argument("-g", "--resource-group", metavar="G", help="resource group of the workspace")
     parser.add_argument("--subscription", metavar="S", help="subscription id of the workspace")
     parser.add_argument("--stream", action="store_true",
                         help="follow the logs (locally: every rank's output, prefixed with its rank)")
-    parser.add_argument("--name", metavar="NAME", help="job name (must be new); default: generated")
+    parser.add_argument("-n", "--name", metavar="NAME", help="job name (must be new); default: generated")
     parser.add_argument("--python", metavar="PATH", help="locally: the python every process runs (default: the one "
                         "amldist runs in, whatever PATH says)")
     parser.add_argument("--max-parallel", type=count_option("max_parallel"), metavar="N",

@@ -95,7 +95,7 @@ def describe(job) -> dict:
         path = getattr(output, "path", None)
         outputs[name] = {"uri": path, "type": getattr(output, "type", None)}
     return {
-        "name": job.name, "backend": "azureml", "status": job.status,
+        "name": job.name, "backend": "azureml", "status": getattr(job.status, "value", job.status),
         "display_name": getattr(job, "display_name", None),
         "experiment": getattr(job, "experiment_name", None), "compute": getattr(job, "compute", None),
         "created": _time(created), "start_time": _time(started), "end_time": _time(ended),
