@@ -53,6 +53,7 @@ _V2_START = re.compile(r"\$\{\{\s*(inputs|outputs)\.")
 _V2_MARKERS = re.compile(r"\$\{\{|\$\[\[")
 # `{inputs.x}` in a v2 command that is not the inside of `${{inputs.x}}`
 _LEGACY_IN_V2 = re.compile(r"(?<!\$\{)" + _LEGACY_REF.pattern)
+MAX_GROUP_DEPTH = 20  # nested optional groups; real commands nest one or two
 _DROPPED = "\x00"  # stands for a dropped group until the spaces around it are squeezed
 
 
@@ -266,6 +267,10 @@ def parse(text: str, syntax: str = LEGACY) -> ParsedCommand:
             stack[-1][1].append(item)
             pos = item.end
         elif item[0] == "open":
+            if len(stack) > MAX_GROUP_DEPTH:  # the walks over groups recurse once per level
+                raise PlaceholderSyntaxError(
+                    "groups-too-deep", f"optional groups nested more than {MAX_GROUP_DEPTH} deep", text, offset,
+                    hint="flatten the optional groups")
             stack.append((offset, []))
             pos = offset + open_len
         else:
