@@ -138,7 +138,7 @@ def _local(args, run_root: str, name: str | None) -> int:
                 run["duration"] = f"{duration:.1f}s" if isinstance(duration, (int, float)) else None
             print(_table(runs, ("name", "status", "start_time", "duration")))
         else:
-            print(f"no local runs in {os.path.relpath(run_root)}", file=sys.stderr)
+            print(f"note: no local runs in {os.path.relpath(run_root)}", file=sys.stderr)
         return 0
     if args.verb == "show":
         run = jobs.get_run(run_root, name)
@@ -235,3 +235,15 @@ def _open_studio(backend, web: bool) -> None:
 
     if not webbrowser.open(url):
         print(f"note: no web browser to open; the studio page is {url}", file=sys.stderr)
+
+
+def file_argument(args) -> str:
+    """FILE given as an argument or as ``-f/--file`` (``az ml job create -f``); one, not two."""
+    from amldist.errors import UserError
+
+    given = [f for f in (args.file, getattr(args, "file_option", None)) if f]
+    if not given:
+        raise UserError("no job file given", hint="amldist submit FILE (or -f FILE)")
+    if len(given) == 2 and given[0] != given[1]:
+        raise UserError(f"two job files given: {given[0]!r} and -f {given[1]!r}", hint="give one")
+    return given[0]

@@ -13,6 +13,7 @@ import os
 import sys
 
 from amldist import __version__
+from amldist.cli import global_options
 from amldist.cli.arguments import NAMES
 from amldist.errors import UserError
 
@@ -20,8 +21,13 @@ from amldist.errors import UserError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="amldist",
-        description="Distributed training jobs for Azure Machine Learning.",
+        description="Distributed training jobs for Azure Machine Learning: validate specs, convert legacy ones, "
+        "submit jobs (on this machine with --local, or to a workspace), then see, follow, cancel and download "
+        "them (amldist job ...). Options follow az ml: -f/--file, -n/--name, -w/--workspace-name, "
+        "-g/--resource-group.",
+        epilog=global_options.EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    global_options.add_to(parser)
     parser.add_argument("--version", action="version", version=f"amldist {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in NAMES:
@@ -30,11 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv, flags = global_options.take(sys.argv[1:] if argv is None else list(argv))
+    global_options.apply(flags)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help, --version, usage errors (2)
         return int(exc.code or 0)
+    if getattr(args, "print_completion", None):
+        return global_options.print_completion(parser, args.print_completion)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

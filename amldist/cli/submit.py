@@ -31,7 +31,8 @@ def register(subparsers) -> None:
         "apply overrides, then run it on this machine with Azure ML's launcher environment (--local, or "
         "'compute: local') or submit it to an Azure ML workspace.",
     )
-    parser.add_argument("file", metavar="FILE", help="command job, command component or DistributedComponent YAML")
+    parser.add_argument("file", nargs="?", metavar="FILE", help="command job, command component or DistributedComponent YAML")
+    parser.add_argument("-f", "--file", dest="file_option", metavar="FILE", help="the same, as az ml job create -f")
     parser.add_argument("--local", action="store_true", help="run on this machine, emulating Azure ML's launchers")
     parser.add_argument("--dry-run", action="store_true",
                         help="print what would be run or sent (secrets masked); start and send nothing")
@@ -72,6 +73,9 @@ def run(args) -> int:
     from amldist.submit.prepare import SpecInvalid, prepare
     from amldist.submit.prepared import SubmitOptions
 
+    from amldist.cli.job import file_argument
+
+    args.file = file_argument(args)
     try:
         prepared = prepare(args.file, sets=args.sets, inputs=args.inputs, instance_count=args.instance_count,
                            process_count_per_instance=args.process_count_per_instance)

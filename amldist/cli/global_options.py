@@ -1,0 +1,114 @@
+"""Options every ``amldist`` command takes, anywhere on the line, as ``az`` takes them:
+``--verbose``, ``--debug``, ``--only-show-errors``; and ``--print-completion SHELL``.
+
+They are taken out of argv before argparse sees it (argparse would accept a top-level option only
+before the sub-command, and ``az ml job show -n X --debug`` puts it last). What they do:
+
+- default: Azure SDK loggers (``azure``, ``azure.identity``) show errors only, so a missing login
+  is amldist's one ``error:`` line with its hint, not azure-identity's page of attempts first;
+- ``--verbose``: amldist's own INFO logs; the Azure SDK's warnings;
+- ``--debug``: everything, the Azure SDK's HTTP logging included, and a traceback for a bug
+  (as ``AMLDIST_DEBUG=1``);
+- ``--only-show-errors``: no ``warning:`` or ``note:`` lines, no Python warnings.
+
+Completion scripts come from ``shtab`` (a maintained library; imported only for
+``--print-completion``): they are generated from the parser once, so a TAB runs no Python.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+FLAGS = ("--verbose", "--debug", "--only-show-errors")
+EXIT_CODES = """\
+exit codes (every command):
+  0    done (the job completed; the specs are valid)
+  1    the work failed: an invalid spec, a failed or timed-out job, Azure ML refused a request
+  2    a usage or setup mistake: a wrong option, a file or job that does not exist, no workspace, no login
+  3    an internal error of amldist (--debug shows the traceback; please report it)
+  128+N  stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)"""
+
+
+def take(argv: list[str]) -> tuple[list[str], set[str]]:
+    """``argv`` without the global flags (up to a ``--``), and the flags found."""
+    found: set[str] = set()
+    kept: list[str] = []
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            kept += argv[index:]
+            break
+        if arg in FLAGS:
+            found.add(arg)
+        else:
+            kept.append(arg)
+    return kept, found
+
+
+def add_to(parser) -> None:
+    """Show the flags in ``amldist --help`` (they are parsed by :func:`take`)."""
+    group = parser.add_argument_group("global options (accepted anywhere on the line)")
+    group.add_argument("--verbose", action="store_true", help="more logging")
+    group.add_argument("--debug", action="store_true", help="all logging, the Azure SDK's included; tracebacks")
+    group.add_argument("--only-show-errors", action="store_true", help="no warnings or notes")
+    group.add_argument("--print-completion", choices=("bash", "zsh", "tcsh"), metavar="SHELL",
+                       help="print a completion script (bash, zsh, tcsh): amldist --print-completion bash "
+                       "> /etc/bash_completion.d/amldist")
+
+
+def apply(found: set[str]) -> None:
+    """Set the logging for the flags ``found`` (see the module docstring)."""
+    if "--debug" in found:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("azure").setLevel(logging.DEBUG)
+        os.environ["AMLDIST_DEBUG"] = "1"
+        return
+    if "--verbose" in found:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("azure").setLevel(logging.WARNING)
+    else:
+        # azure-identity logs every credential it tried at WARNING; amldist's error says what to do.
+        logging.getLogger("azure").setLevel(logging.ERROR)
+        logging.getLogger("azure.identity").setLevel(logging.CRITICAL)
+    if "--only-show-errors" in found:
+        logging.getLogger().setLevel(logging.ERROR)
+        warnings.simplefilter("ignore")
+        sys.stderr = ErrorsOnly(sys.stderr)
+
+
+class ErrorsOnly:
+    """A stderr that drops ``warning:`` and ``note:`` lines (whole lines; the rest passes through)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            if not line.lstrip().startswith(("warning:", "note:", "warning ", "note ")) and ": warning " not in line:
+                self.stream.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.stream.write(self.pending)
+            self.pending = ""
+        self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def print_completion(parser, shell: str) -> int:
+    try:
+        import shtab
+    except ImportError:
+        from amldist.errors import UserError
+
+        raise UserError("completion scripts need shtab, which is not installed", hint="pip install shtab") from None
+    print(shtab.complete(parser, shell=shell))
+    return 0
