@@ -8,6 +8,11 @@
   (``**`` included) for shells that do not; matches count as found, not explicit,
   and a pattern matching nothing is a usage error, like a path that does not exist.
 Each file is validated once even when several arguments reach it.
+
+Neither a folder walk nor ``**`` follows symlinked folders (a link to ``..``
+would make the walk endless: ``glob.glob`` takes exponential time on one). A
+FIFO, device or socket named ``*.yml`` is listed like any file and refused by
+name when it is read (``amldist.spec.files``), never opened.
 """
 
 from __future__ import annotations
@@ -49,10 +54,7 @@ def expand(paths) -> list[tuple[str, bool]]:
         elif os.path.exists(path):
             add(path, True)
         elif any(ch in path for ch in "*?["):
-            import glob
-
-            matches = sorted(m for m in glob.glob(path, recursive=True)
-                             if os.path.isdir(m) or m.lower().endswith(SUFFIXES))
+            matches = sorted(m for m in _glob(path) if os.path.isdir(m) or m.lower().endswith(SUFFIXES))
             if not matches:
                 raise UserError(f"no YAML file or folder matches {path}",
                                 hint="check the pattern; quote it so the shell leaves it alone")
@@ -65,3 +67,30 @@ def expand(paths) -> list[tuple[str, bool]]:
         else:
             raise UserError(f"{path} does not exist", hint="pass YAML files or folders that contain them")
     return out
+
+
+def _glob(pattern: str) -> list[str]:
+    """``glob.glob(pattern, recursive=True)`` without following symlinked folders under ``**``.
+
+    ``pathlib``'s ``**`` does not follow them (``glob``'s does); it wants a relative
+    pattern, so the leading part without wildcards is its root. Hidden entries are
+    left out, as ``glob`` leaves them out.
+    """
+    import glob
+
+    if "**" not in pattern:
+        return glob.glob(pattern)  # each wildcard matches one level: no loop can make it endless
+    from pathlib import Path
+
+    parts = pattern.replace(os.sep, "/").split("/")
+    fixed = 0
+    while fixed < len(parts) - 1 and not glob.has_magic(parts[fixed]):
+        fixed += 1
+    root = "/".join(parts[:fixed]) or ("/" if pattern.startswith(("/", os.sep)) else ".")
+    rest = "/".join(parts[fixed:])
+    found = []
+    for match in Path(root).glob(rest):
+        relative = match.relative_to(root).parts
+        if not any(part.startswith(".") for part in relative):
+            found.append(os.path.join(root, *relative) if root != "." or not relative else os.path.join(*relative))
+    return found
