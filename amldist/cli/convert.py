@@ -30,7 +30,8 @@ def register(subparsers) -> None:
     parser.add_argument("-o", "--output", metavar="OUT", help="write the v2 YAML here (default: stdout)")
     parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
     parser.add_argument("--instance-count", type=count_option("instance_count"), metavar="N", help="nodes (resources.instance_count)")
-    parser.add_argument("--process-count-per-node", type=count_option("process_count_per_node"), metavar="N",
+    parser.add_argument("--process-count-per-instance", "--process-count-per-node", dest="process_count_per_node",
+                        type=count_option("process_count_per_node"), metavar="N",
                         help="processes per node (distribution.process_count_per_instance)")
     parser.add_argument("--shm-size", metavar="S", help="shared memory per container, e.g. 16g (resources.shm_size)")
     parser.add_argument("--docker-args", metavar="A",
