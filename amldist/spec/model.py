@@ -14,7 +14,6 @@ never written.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
@@ -129,18 +128,9 @@ class Spec(_Part):
         path = os.fspath(path)
         if os.path.exists(path) and not overwrite:
             raise UserError(f"{path} already exists", hint="pass overwrite=True (or --force) to replace it")
-        text = self.to_yaml()
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".amldist-", suffix=".yaml")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, path)  # never leaves a half-written spec behind
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return path
+        from amldist.spec.files import write_atomic
+
+        return write_atomic(path, self.to_yaml())  # never leaves a half-written spec behind
 
     def to_azure(self):
         """The equivalent azure.ai.ml entity (azure-ai-ml is imported only here)."""

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import tempfile
 import time
 from datetime import datetime, timezone
+
+from amldist.spec.files import write_atomic
 
 STATUS_FILE = "status.json"
 CANCEL_FILE = "cancel_requested"
@@ -50,19 +51,7 @@ def process_start_time(pid: int) -> int | None:
 
 def write_atomically(path: str, data: dict) -> None:
     """Replace ``path`` with ``data`` as JSON in one step (readers see the old or the new file)."""
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".status-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def read_state(run_dir: str) -> dict | None:

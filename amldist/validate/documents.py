@@ -1,0 +1,61 @@
+"""A spec file as the validator reads it: text, then YAML with positions, never raising.
+
+Unlike :func:`amldist.spec.read_document` (which raises one UserError for the command that
+loads a spec), every problem here becomes a value the validator reports as a diagnostic, and a
+file is read and parsed once per process (a component that a pipeline references and that is
+validated itself).
+"""
+
+from __future__ import annotations
+
+import os
+
+from amldist.diagnostics import ERROR, Diagnostic
+from amldist.spec.yamlio import YamlError, load_yaml
+
+
+def parse(text: str):
+    """(YamlDocument, None) or (None, YamlError) -- never raises for bad YAML."""
+    try:
+        return load_yaml(text), None
+    except YamlError as exc:
+        return None, exc
+    except RecursionError:
+        return None, YamlError("yaml-too-deep", "the document is nested too deeply to read")
+
+
+_documents: dict = {}  # (absolute path, mtime, size) -> (text, doc, error): a file read once per process
+
+
+def cached_document(path: str):
+    """(text, YamlDocument, None), (text, None, YamlError) or (None, None, Diagnostic) for a file.
+
+    Cached, so a component that a pipeline references and that is validated
+    itself is read and parsed once.
+    """
+    try:
+        stat = os.stat(path)
+        key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _documents:
+        return _documents[key]
+    text, problem = file_text(path)
+    result = (None, None, problem) if problem is not None else (text, *parse(text))
+    if key is not None:
+        _documents[key] = result
+    return result
+
+
+def file_text(path: str):
+    """(text, None) or (None, Diagnostic) for a file that cannot be read as UTF-8.
+
+    ``spec.files.read_text`` reads it: only a regular file, of a bounded size.
+    """
+    from amldist.spec.files import FileProblem, read_text as read_regular
+
+    try:
+        return read_regular(path), None
+    except FileProblem as exc:
+        reason = f"cannot read the file: {exc.reason}" if exc.code == "unreadable" else exc.reason
+        return None, Diagnostic(path, exc.line, exc.col, ERROR, exc.code, reason, exc.hint)
