@@ -1,0 +1,150 @@
+"""yamlio's bounds: depth checked before libyaml recurses, length, keys, integers, tags, NUL.
+
+And the event-stream composer builds the same node tree as PyYAML's own composer
+on every real spec and on generated documents (hypothesis).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amldist.spec import yamlio
+from amldist.spec.yamlio import YamlError, load_yaml
+from tests.conftest import ROOT, conformance_files
+
+
+def _code(text):
+    with pytest.raises(YamlError) as info:
+        load_yaml(text)
+    return info.value.code
+
+
+DEEP = {
+    "flow sequences": "[" * 25_000 + "]" * 25_000,
+    "flow mappings": "{a: " * 25_000 + "1" + "}" * 25_000,
+    "compact block sequences": "- " * 25_000 + "x\n",
+    "indented block mappings": "".join(" " * i + "a:\n" for i in range(1_500)),
+    "block then flow": "a:\n  - - " + "[{b: " * 25_000 + "1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_deep_nesting_stops_at_the_limit_fast(name):
+    started = time.perf_counter()
+    assert _code(DEEP[name]) == "yaml-too-deep"
+    assert time.perf_counter() - started < 1.0
+
+
+def test_deep_nesting_in_a_fresh_process_does_not_crash():
+    """The original crash killed the interpreter (SIGSEGV in C), so check it in a process of its own."""
+    code = "from amldist.spec.yamlio import load_yaml, YamlError\ntry:\n    load_yaml('[' * 200000)\n" \
+           "except YamlError as e:\n    print(e.code)\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "yaml-too-deep", proc.stderr
+
+
+def test_the_depth_limit_itself_is_allowed():
+    depth = yamlio.MAX_DEPTH
+    assert load_yaml("[" * depth + "]" * depth).data is not None
+    assert _code("[" * (depth + 1) + "]" * (depth + 1)) == "yaml-too-deep"
+
+
+def test_length_is_checked_before_parsing():
+    started = time.perf_counter()
+    assert _code("a: " + "x" * yamlio.MAX_CHARS) == "yaml-too-large"
+    assert time.perf_counter() - started < 0.5
+
+
+def test_keys_per_mapping_are_bounded():
+    text = "".join(f"k{i}: 1\n" for i in range(yamlio.MAX_KEYS + 1))
+    assert _code(text) == "yaml-too-many-keys"
+    assert len(load_yaml("".join(f"k{i}: 1\n" for i in range(yamlio.MAX_KEYS))).data) == yamlio.MAX_KEYS
+
+
+@pytest.mark.parametrize("text, code", [
+    ("a: !!int abc\n", "yaml-bad-value"),
+    ("a: !!float abc\n", "yaml-bad-value"),
+    ("a: !!bool maybe\n", "yaml-bad-value"),
+    ("a: " + "9" * 5_000 + "\n", "yaml-int-too-long"),
+    ("a: 0x" + "f" * 5_000 + "\n", "yaml-int-too-long"),
+    ("a: !!int " + "1" * 100 + "\n", "yaml-int-too-long"),
+    ('a: "x\\0y"\n', "yaml-nul"),
+    ('"k\\0": 1\n', "yaml-nul"),
+    ("a: !!python/name:os.system\n", "yaml-unsafe-tag"),
+    ("a: !custom 1\n", "yaml-unsafe-tag"),
+    ("a: &x 1\nb: &x 2\n", "yaml-syntax"),
+    ("a: *nope\n", "yaml-syntax"),
+    ("a: 1\n---\nb: 2\n", "yaml-multiple-documents"),
+])
+def test_bad_scalars_and_tags_are_yaml_errors_with_a_position(text, code):
+    with pytest.raises(YamlError) as info:
+        load_yaml(text)
+    assert info.value.code == code and info.value.line >= 1 and info.value.col >= 1
+
+
+def test_values_at_the_bounds_still_load():
+    doc = load_yaml("a: " + "9" * yamlio.MAX_INT_CHARS + "\nb: 2001-12-14\nc: !!binary aGk=\nd: 1e400\n")
+    assert doc.data["a"] == int("9" * yamlio.MAX_INT_CHARS) and doc.data["b"] == "2001-12-14"
+    assert doc.data["c"] == b"hi"
+
+
+def _pyyaml_tree(text):
+    loader = yamlio._Loader(text)  # the same parser (libyaml's when installed), PyYAML's composer
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def _our_tree(text):
+    loader = yamlio._Loader(text)
+    try:
+        return yamlio._compose(loader)
+    finally:
+        loader.dispose()
+
+
+def _shape(node, seen=None):
+    """A comparable picture of a node tree: kind, tag, position, value; shared nodes by identity order."""
+    seen = {} if seen is None else seen
+    if node is None:
+        return None
+    if id(node) in seen:
+        return ("alias", seen[id(node)])
+    seen[id(node)] = len(seen)
+    head = (type(node).__name__, node.tag, node.start_mark.line, node.start_mark.column)
+    if isinstance(node, yaml.ScalarNode):
+        return head + (node.value, node.style)
+    if isinstance(node, yaml.SequenceNode):
+        return head + tuple(_shape(item, seen) for item in node.value)
+    return head + tuple((_shape(k, seen), _shape(v, seen)) for k, v in node.value)
+
+
+CORPUS = [p.read_text(encoding="utf-8") for p in [*conformance_files("valid"), *ROOT.glob("samples/**/*.yml")]]
+
+
+def test_composer_matches_pyyaml_on_the_corpus():
+    assert CORPUS, "no corpus"
+    for text in CORPUS:
+        assert _shape(_our_tree(text)) == _shape(_pyyaml_tree(text))
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=8),
+                     st.floats(allow_nan=False))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(value=_values, flow=st.sampled_from([None, True, False]), anchor=st.booleans())
+def test_composer_matches_pyyaml_on_generated_documents(value, flow, anchor):
+    data = {"x": value, "y": value} if anchor else value  # the same object twice: an anchor and an alias
+    text = yaml.safe_dump(data, default_flow_style=flow)
+    assert _shape(_our_tree(text)) == _shape(_pyyaml_tree(text))
