@@ -11,6 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = Path(os.environ.get("AMLDIST_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--attack-long", action="store_true",
+                     help="tests/attack: the long fuzz tier (10,000+ cases; also AMLDIST_ATTACK_LONG=1)")
+
+
 def conformance_files(group: str) -> list[Path]:
     """Every YAML file under conformance/<group>, or [] when the corpus is absent."""
     base = CONFORMANCE / group
