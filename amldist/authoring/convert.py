@@ -41,6 +41,7 @@ from amldist.spec import paths, placeholders
 from amldist.authoring.arguments import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
+from amldist.spec.files import read_bytes
 from amldist.authoring.legacy_builder import (
     ComponentSpecError,
     check_with_validator,
@@ -190,6 +191,7 @@ def load_legacy(spec_or_path) -> tuple[DistributedComponent, str | None]:
     path = None
     if isinstance(spec_or_path, (str, os.PathLike)):
         path = os.fspath(spec_or_path)
+        read_bytes(path)  # a missing or special file: its own one-line error, before validation
         check_file(path, "legacy spec")
         spec = load(path)
     else:

@@ -31,7 +31,7 @@ class ComponentSpecError(UserError):
     """A component that validation would reject; ``code`` is the diagnostic code."""
 
     def __init__(self, code: str, message: str, hint: str | None = None):
-        super().__init__(message, hint=hint)
+        super().__init__(message, hint=hint, exit_code=1)  # a spec that does not validate: 1, as validate says
         self.code = code
 
 

@@ -46,7 +46,6 @@ def run(args) -> int:
     import warnings
 
     from amldist.authoring.convert import ConversionError, ConversionWarning, convert_legacy, rebase_paths
-    from amldist.errors import UserError
 
     out = args.output
     if out:
@@ -61,9 +60,6 @@ def run(args) -> int:
         except ConversionError as exc:
             for diagnostic in exc.diagnostics:
                 print(diagnostic.to_text(), file=sys.stderr)
-            raise
-        except UserError as exc:
-            exc.exit_code = 1  # a problem of the input file or a setting: 1, as for an invalid file
             raise
     from amldist.diagnostics import escape_text
 

@@ -40,7 +40,10 @@ class FileProblem(UserError):
 
     def __init__(self, path: str, code: str, reason: str, *, verb: str = "read", hint: str | None = None,
                  line: int = 0, col: int = 0):
-        super().__init__(f"cannot {verb} {path}: {reason}", hint=hint, exit_code=1)
+        if code == "missing":  # a path that is not there is a usage mistake (exit 2), as for every command
+            super().__init__(f"{path} does not exist", hint=hint, exit_code=2)
+        else:
+            super().__init__(f"cannot {verb} {path}: {reason}", hint=hint, exit_code=1)
         self.path, self.code, self.reason, self.line, self.col = path, code, reason, line, col
 
 
@@ -57,6 +60,8 @@ def read_bytes(path, *, max_bytes: int = MAX_SPEC_BYTES) -> bytes:
     try:
         _refuse_special(path, os.stat(path).st_mode)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise FileProblem(path, "missing", "it does not exist", hint="check the path") from None
     except OSError as exc:
         raise FileProblem(path, "unreadable", str(exc.strerror or exc)) from None
     try:

@@ -80,10 +80,14 @@ def test_bad_utf8_names_line_and_column(tmp_path):
 def test_missing_file_and_link_loop_are_one_clear_error(tmp_path):
     loop = tmp_path / "loop.yml"
     os.symlink(loop, loop)
-    for path in (tmp_path / "nope.yml", loop):
-        with pytest.raises(FileProblem) as info:
-            read_text(path)
-        assert info.value.code == "unreadable" and info.value.message.startswith(f"cannot read {path}: ")
+    with pytest.raises(FileProblem) as info:
+        read_text(tmp_path / "nope.yml")
+    # a missing path is a usage mistake, exit 2 in every command (the CLI's exit-code table)
+    assert info.value.code == "missing" and info.value.exit_code == 2
+    assert info.value.message == f"{tmp_path / 'nope.yml'} does not exist"
+    with pytest.raises(FileProblem) as info:
+        read_text(loop)
+    assert info.value.code == "unreadable" and info.value.message.startswith(f"cannot read {loop}: ")
 
 
 def test_write_atomic_keeps_the_mode_of_an_existing_file(tmp_path):
