@@ -41,6 +41,7 @@ def test_cancel_from_another_terminal_leaves_no_process(tmp_path, dist):
     assert canceled.stdout.strip() == "job long: Canceled"
     assert survivors(recorded_pids(tmp_path / "pids")) == []
     assert proc.returncode == 143, err  # the supervisor's own shutdown path
+    assert "job long was canceled (amldist job cancel)" in err and "stopped by SIGTERM" not in err
     shown = json.loads(amldist(tmp_path, "job", "show", "long", "--format", "json").stdout)
     assert shown["status"] == "Canceled" and shown["stopped_by"] == "amldist job cancel"
     listed = amldist(tmp_path, "job", "list")

@@ -33,7 +33,7 @@ import time
 from amldist.backends.local.plan import LocalPlan
 from amldist.backends.local.process_groups import Subreaper, Watchdog, die_with_parent, stop_adopted, stop_sessions
 from amldist.backends.local.code_copy import copy_code
-from amldist.backends.local.run_state import RunState, record_end
+from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
 from amldist.spec.runtime_bundle import RUNS_DIR, add_runtime
 from amldist.errors import UserError
 
@@ -310,7 +310,11 @@ def _report(sup: Supervisor, outcome: str, failed: int | None, out, err) -> int:
         return 0
     if outcome == "signal":
         name = signal.Signals(sup.stop_signal).name
-        print(f"error: job {p.job_name} stopped by {name}; every process was stopped; logs in {logs}", file=err)
+        if os.path.exists(os.path.join(p.run_dir, CANCEL_FILE)):  # `amldist job cancel` from another terminal
+            print(f"job {p.job_name} was canceled (amldist job cancel); every process was stopped; logs in {logs}",
+                  file=err)
+        else:
+            print(f"error: job {p.job_name} stopped by {name}; every process was stopped; logs in {logs}", file=err)
         return 128 + sup.stop_signal
     if outcome == "timeout":
         print(f"error: job {p.job_name} ran past limits.timeout ({p.timeout}s) and was stopped; logs in {logs}",
