@@ -393,11 +393,16 @@ class _Lexer:
             self.i += 1
 
     def _in_parameter(self, frame: _Frame, ch: str) -> None:
-        if ch == "\\":
-            self._skip_escape()
-        elif ch == "}":
+        if ch == "}":
             self.i += 1
             self.stack.pop()
+        else:
+            self._quotes_escapes_expansions(frame, ch)
+
+    def _quotes_escapes_expansions(self, frame: _Frame, ch: str) -> None:
+        """One step inside ``${...}`` or ``[[ ... ]]``: both read quotes, escapes and expansions alike."""
+        if ch == "\\":
+            self._skip_escape()
         elif ch == "'":
             self.stack.append(_Frame("single"))
             self.i += 1
@@ -427,19 +432,8 @@ class _Lexer:
         if self.text.startswith("]]", self.i):
             self.i += 2
             self.stack.pop()
-            return
-        if ch == "\\":
-            self._skip_escape()
-        elif ch == "'":
-            self.stack.append(_Frame("single"))
-            self.i += 1
-        elif ch == '"':
-            self.stack.append(_Frame("double"))
-            self.i += 1
-        elif ch in "$`" and self._expansion(frame):
-            return
         else:
-            self.i += 1
+            self._quotes_escapes_expansions(frame, ch)
 
 
 def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, str]:
