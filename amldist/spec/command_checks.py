@@ -72,8 +72,8 @@ def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[
     allow). ``inputs``/``outputs`` None: that section is malformed, its names are not checked."""
     if isinstance(command, list):
         command = " ".join(str(part) for part in command)
-    if not isinstance(command, str) or "{" not in command:
-        return []
+    if not isinstance(command, str) or ("{" not in command and "$[[" not in command):
+        return []  # no placeholder and no v2 group: nothing to check
     findings: list[CommandFinding] = []
     if not legacy:
         from amldist.spec import placeholders as ph

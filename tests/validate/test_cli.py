@@ -176,7 +176,7 @@ def test_undecodable_and_unreadable_files(cli, tmp_path):
     (tmp_path / "bom.yml").write_bytes(b"\xef\xbb\xbf" + GOOD_JOB.encode())
     code, out, _ = cli("validate", str(tmp_path))
     found = {os.path.basename(d["file"]): (d["code"], d["line"]) for d in parse(out)}
-    assert code == 1 and found == {"latin1.yml": ("not-utf8", "2"), "dangling.yml": ("unreadable", "0")}
+    assert code == 1 and found == {"latin1.yml": ("not-utf8", "2"), "dangling.yml": ("missing", "0")}
 
 
 def test_real_console_script_in_a_subprocess(tmp_path):
