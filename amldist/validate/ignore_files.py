@@ -1,9 +1,7 @@
 """Which found files ``amldist validate`` leaves out: ``--exclude`` patterns and ignore files.
 
-Both use ``.gitignore`` syntax, matched by ``pathspec`` (a maintained implementation of git's
-wildmatch rules: ``**``, anchoring with ``/``, folder patterns ending in ``/``, ``!`` negation),
-rather than a hand-written matcher. ``pathspec`` is imported only when there is a pattern to
-match, so ``amldist validate one.yaml`` does not pay for it.
+Both use ``.gitignore`` syntax, read and matched by :mod:`amldist.spec.ignore_files` (``pathspec``,
+imported only when there is a pattern to match, so ``amldist validate one.yaml`` does not pay for it).
 
 - ``--exclude GLOB`` (repeatable) is matched against each found file's path relative to the
   current folder and relative to the walked root, so ``tests/``, ``**/fixtures/**`` and
@@ -19,10 +17,10 @@ match, so ``amldist validate one.yaml`` does not pay for it.
 from __future__ import annotations
 
 import os
-import stat
+
+from amldist.spec.ignore_files import read_lines, spec_from_lines
 
 IGNORE_FILES = (".gitignore", ".amlignore")
-_MAX_IGNORE_BYTES = 1 << 20  # an ignore file larger than this is not one a person wrote: not read
 
 
 def walked_root(argument: str) -> str | None:
@@ -39,27 +37,6 @@ def walked_root(argument: str) -> str | None:
     return "/".join(head) or "."
 
 
-def read_ignore_file(path: str) -> list[str]:
-    """The lines of one ignore file; [] when absent, not a regular file, too large or unreadable.
-
-    Checked with ``stat`` first so that a FIFO or device named ``.gitignore`` is never opened.
-    """
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_IGNORE_BYTES:
-            return []
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().splitlines()
-    except OSError:
-        return []
-
-
-def _spec(lines):
-    import pathspec  # only when there is a pattern to match
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
 def _relative(path: str, start: str) -> str | None:
     try:
         rel = os.path.relpath(path, start)
@@ -74,7 +51,7 @@ class FileFilter:
     """Decides, for each file found by walking a folder or expanding a glob, whether to leave it out."""
 
     def __init__(self, excludes=(), *, use_ignore_files: bool = True):
-        self._excludes = _spec(excludes) if excludes else None
+        self._excludes = spec_from_lines(list(excludes)) if excludes else None
         self._use_ignore_files = use_ignore_files
         self._roots: dict = {}  # root -> its ignore spec (None when it has no patterns)
 
@@ -83,9 +60,8 @@ class FileFilter:
             lines = []
             if self._use_ignore_files:
                 for name in IGNORE_FILES:
-                    lines.extend(read_ignore_file(os.path.join(root, name)))
-            patterns = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
-            self._roots[root] = _spec(lines) if patterns else None
+                    lines.extend(read_lines(os.path.join(root, name)))
+            self._roots[root] = spec_from_lines(lines)
         return self._roots[root]
 
     def excluded(self, path: str, root: str | None) -> bool:

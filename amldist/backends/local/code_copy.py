@@ -4,10 +4,9 @@ Why a copy and not the folder itself: Azure ML runs every job in a snapshot of `
 so files a script writes next to itself (``./outputs``, checkpoints, caches) never land in
 the user's source tree, and a second run never sees the first run's leftovers. The local
 backend does the same. Like Azure ML, the copy skips what ``.amlignore`` lists, or
-``.gitignore`` when there is no ``.amlignore`` (a practical subset of the gitignore syntax:
-``#`` comments, ``!`` negation, ``*``/``?``/``**`` globs, a leading ``/`` to anchor, a
-trailing ``/`` for folders). ``.git``, ``__pycache__`` and ``.amldist`` (where run folders
-live) are always skipped.
+``.gitignore`` when there is no ``.amlignore`` (git's full syntax, matched by ``pathspec``
+through :mod:`amldist.spec.ignore_files`). ``.git``, ``__pycache__`` and ``.amldist`` (where run
+folders live) are always skipped.
 
 amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.spec.runtime_bundle`,
 exactly as the Azure backend adds it (``amldist/runtime/`` and a minimal ``amldist/__init__.py``),
@@ -25,56 +24,15 @@ in ``.amlignore``). ``code: /`` (a filesystem root) is refused before anything i
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shutil
 import stat
 
+from amldist.spec.ignore_files import code_ignore, is_ignored
 from amldist.spec.runtime_bundle import RUNS_DIR
 from amldist.errors import UserError
 
 ALWAYS_SKIPPED = (".git", "__pycache__", RUNS_DIR)
-
-
-class IgnoreRules:
-    """Ignore rules read from one ``.amlignore``/``.gitignore`` at the root of the code folder."""
-
-    def __init__(self, lines: list[str]):
-        self.rules: list[tuple[bool, bool, bool, str]] = []  # (negated, dir_only, anchored, pattern)
-        for raw in lines:
-            line = raw.rstrip("\n").rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            line = line[1:] if negated else line
-            dir_only = line.endswith("/")
-            line = line.rstrip("/")
-            anchored = line.startswith("/") or "/" in line
-            self.rules.append((negated, dir_only, anchored, line.lstrip("/")))
-
-    @classmethod
-    def for_folder(cls, folder: str) -> IgnoreRules:
-        for name in (".amlignore", ".gitignore"):
-            path = os.path.join(folder, name)
-            if os.path.isfile(path):
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    return cls(fh.readlines())
-        return cls([])
-
-    def ignored(self, relpath: str, is_dir: bool) -> bool:
-        relpath = relpath.replace(os.sep, "/")
-        name = relpath.rsplit("/", 1)[-1]
-        result = False
-        for negated, dir_only, anchored, pattern in self.rules:
-            if dir_only and not is_dir:
-                continue
-            if anchored:
-                hit = fnmatch.fnmatchcase(relpath, pattern) or fnmatch.fnmatchcase(relpath, pattern.replace("**/", ""))
-            else:
-                hit = fnmatch.fnmatchcase(name, pattern)
-            if hit:
-                result = not negated
-        return result
 
 
 def check_code_source(path: str, file: str = "the job") -> None:
@@ -91,7 +49,7 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
     Links are made once everything else is copied, when it is known which targets are there.
     """
     check_code_source(source)
-    rules = IgnoreRules.for_folder(source)
+    rules = code_ignore(source)
     skip_real = {os.path.realpath(p) for p in skip}
     links: list[str] = []
     copied: set[str] = set()  # relative paths in the snapshot, links included
@@ -104,7 +62,7 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
         for d in sorted(dirs):
             rel = os.path.join(rel_root, d)
             full = os.path.join(root, d)
-            if d in ALWAYS_SKIPPED or os.path.realpath(full) in skip_real or rules.ignored(rel, True):
+            if d in ALWAYS_SKIPPED or os.path.realpath(full) in skip_real or is_ignored(rules, rel, True):
                 continue
             copied.add(rel)
             if os.path.islink(full):  # keep links as links, never follow them out of the tree
@@ -115,7 +73,7 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
         dirs[:] = kept_dirs
         for f in sorted(files):
             rel = os.path.join(rel_root, f)
-            if rules.ignored(rel, False):
+            if is_ignored(rules, rel, False):
                 continue
             mode = os.lstat(os.path.join(root, f)).st_mode
             if stat.S_ISLNK(mode):

@@ -74,3 +74,21 @@ def test_the_filesystem_root_is_refused(tmp_path):
         check_code_source("/", "job.yml")
     assert "filesystem root" in info.value.message
     check_code_source(str(tmp_path), "job.yml")  # any other folder is fine
+
+
+def test_the_ignore_file_is_read_with_gits_full_syntax(tmp_path):
+    src = tmp_path / "src"
+    for rel in ("train.py", "data/a/b/big.bin", "data/keep.bin", "logs/x.txt", "nested/logs/y.txt", "notes.md"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text("x")
+    # ** across folders, a negation, a folder-only pattern that matches at any depth, an anchored file
+    (src / ".gitignore").write_text("data/**/*.bin\n!data/keep.bin\nlogs/\n/notes.md\n")
+    copy_code(str(src), str(tmp_path / "copy"))
+    found = sorted(os.path.relpath(os.path.join(root, f), tmp_path / "copy")
+                   for root, _, files in os.walk(tmp_path / "copy") for f in files)
+    assert found == [".gitignore", "data/keep.bin", "train.py"]
+    # .amlignore wins over .gitignore, as when az ml uploads the folder
+    (src / ".amlignore").write_text("*.md\n")
+    copy_code(str(src), str(tmp_path / "copy2"))
+    assert (tmp_path / "copy2" / "data" / "a" / "b" / "big.bin").exists()
+    assert not (tmp_path / "copy2" / "notes.md").exists()
