@@ -1,14 +1,15 @@
-"""Validation of amldist specs: JSON Schema (amldist's own small evaluator) plus semantic rules.
+"""Validation of amldist specs: JSON Schema (checked by jsonschema-rs) plus semantic rules.
 
 Public API (all return ``list[Diagnostic]``, never raise for a bad spec):
 ``validate_text``, ``validate_file``, ``validate_data``, ``validate_paths``,
-``validate_spec``. This package imports PyYAML and the standard library only:
-no jsonschema, azure-ai-ml, torch or mpi4py (``amldist validate`` must start fast).
+``validate_spec``. This package imports PyYAML, jsonschema-rs (only when a document is
+checked) and the standard library: no jsonschema, azure-ai-ml, torch or mpi4py
+(``amldist validate`` must start fast).
 """
 
 from __future__ import annotations
 
-from amldist.validate.core import validate_data, validate_file, validate_spec, validate_text
+from amldist.validate.entry_points import validate_data, validate_file, validate_spec, validate_text
 
 __all__ = ["validate_data", "validate_file", "validate_paths", "validate_spec", "validate_text"]
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import re
 
-from amldist.spec.field_paths import field_path
 from amldist.spec.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
                                  distribution_kind, recognise)
 from amldist.diagnostics import ERROR, WARNING
@@ -39,9 +38,9 @@ _PARENT = re.compile(r"\$\{\{\s*parent\.([^{}]*?)\s*\}\}")
 
 def load_component(path: str):
     """The component mapping at ``path`` or a str saying why it cannot be used."""
-    from amldist.validate.core import read_document
+    from amldist.validate.documents import cached_document
 
-    text, doc, problem = read_document(path)
+    text, doc, problem = cached_document(path)
     if text is None:
         return problem.message
     if problem is not None:

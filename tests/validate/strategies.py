@@ -14,7 +14,7 @@ import random
 
 from hypothesis import strategies as st
 
-from amldist.validate.messages import words_of
+from amldist.validate.schema_wording import words_of
 
 _TEXT = "abcpytorchmpi0123456789_-.$ {}[]gGM"
 
@@ -28,6 +28,7 @@ def schema_words(*schemas) -> tuple[list, list]:
             props = node.get("properties")
             if isinstance(props, dict):
                 keys.update(props)
+            keys.update(node.get("x-amldist-misplaced-keys", {}))  # another distribution type's keys
             values.update(w for w in words_of(node) if isinstance(w, str))
             for k, v in node.items():
                 if k not in ("enum", "const", "examples", "default"):
@@ -110,7 +111,8 @@ def mutate(rng: random.Random, doc, keys, words, count: int):
         if op == "replace":
             parent[last] = value
         elif op == "swap":  # the same value in another JSON type: where type rules disagree, if anywhere
-            parent[last] = rng.choice(_SWAPS.get(type(parent[last]), [None]))
+            # a copy: a later edit inside the shared constant would change it for every document after
+            parent[last] = copy.deepcopy(rng.choice(_SWAPS.get(type(parent[last]), [None])))
         elif op == "delete":
             del parent[last]
         elif op == "wrap":

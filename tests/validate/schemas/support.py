@@ -19,7 +19,7 @@ from amldist.spec.kinds import detect_kind
 from amldist.spec.yamlio import load_yaml
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "amldist" / "schemas"
-BASE = "https://amldist.dev/schemas/"
+BASE = "file:///amldist/schemas/"  # the shipped $ids are relative file names: any base works
 DOCUMENT_SCHEMAS = {
     "command_job": "CommandJob.schema.json",
     "command_component": "CommandComponent.schema.json",
@@ -37,8 +37,8 @@ def load_schemas() -> dict[str, dict]:
 
 
 def make_registry() -> Registry:
-    resources = [Resource.from_contents(s, default_specification=DRAFT202012) for s in load_schemas().values()]
-    return Registry().with_resources((r.id(), r) for r in resources)
+    return Registry().with_resources(
+        (BASE + name, Resource.from_contents(s, default_specification=DRAFT202012)) for name, s in load_schemas().items())
 
 
 _REGISTRY = make_registry()
@@ -92,5 +92,14 @@ def blamed_fields(errs) -> set[str]:
 
 def hints(errs) -> list[str]:
     """The x-amldist-hint texts attached to the failing subschemas."""
-    return [e.schema["x-amldist-hint"] for top in errs for e in _leaves(top)
-            if isinstance(e.schema, dict) and "x-amldist-hint" in e.schema]
+    found = []
+    for top in errs:
+        for e in _leaves(top):
+            if not isinstance(e.schema, dict):
+                continue
+            if "x-amldist-hint" in e.schema:
+                found.append(e.schema["x-amldist-hint"])
+            if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+                misplaced = e.schema.get("x-amldist-misplaced-keys", {})  # another type's key: its hint
+                found.extend(misplaced[k] for k in e.instance if k in misplaced)
+    return found

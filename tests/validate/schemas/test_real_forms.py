@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from amldist.validate import validate_text
-from amldist.validate.report import LEGACY_SENT, LEGACY_TOP, SENDS
+from amldist.validate.schema_errors import LEGACY_SENT, LEGACY_TOP, SENDS
 from tests.validate.schemas.support import blamed_fields, errors, parse
 
 # marshmallow deprecation notices from inside the SDK are not ours to fix.

@@ -1,4 +1,5 @@
-"""The schema files themselves: valid draft 2020-12, documented, and within the evaluator's keyword subset."""
+"""The schema files themselves: valid draft 2020-12, resolvable offline between themselves, documented
+for editors, and with every pattern said in words."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ from referencing.exceptions import Unresolvable
 
 from tests.validate.schemas.support import BASE, DOCUMENT_SCHEMAS, SCHEMA_DIR, make_registry, schema_files
 
-# The keyword subset amldist's own evaluator implements (contract), plus annotations.
+# Draft 2020-12's keywords: a misspelt one ("additionalProperty") would be ignored by every validator.
 VALIDATION_KEYWORDS = set(
-    "$schema $id $ref $defs type enum const pattern minimum maximum exclusiveMinimum exclusiveMaximum "
-    "minLength maxLength minItems maxItems items properties required additionalProperties "
-    "patternProperties propertyNames anyOf oneOf allOf not if then else".split()
+    "$schema $id $ref $defs $anchor $dynamicRef $dynamicAnchor $vocabulary type enum const pattern minimum "
+    "maximum exclusiveMinimum exclusiveMaximum multipleOf minLength maxLength minItems maxItems uniqueItems "
+    "prefixItems items contains minContains maxContains properties required additionalProperties "
+    "patternProperties propertyNames minProperties maxProperties dependentRequired dependentSchemas "
+    "unevaluatedProperties unevaluatedItems anyOf oneOf allOf not if then else format".split()
 )
 ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "markdownDescription", "deprecated"}
-AMLDIST = {"x-amldist-unknown-keys", "x-amldist-hint"}
+AMLDIST = {"x-amldist-unknown-keys", "x-amldist-hint", "x-amldist-expected", "x-amldist-misplaced-keys"}
 ALLOWED = VALIDATION_KEYWORDS | ANNOTATIONS | AMLDIST
 
 # Keywords whose value is a schema, a list of schemas, or a map of names to schemas.
@@ -55,19 +58,54 @@ def test_the_four_documents_and_common_are_shipped():
 
 
 @pytest.mark.parametrize("path", FILES)
-def test_is_valid_draft_2020_12_with_id_title_description(path, schemas):
+def test_is_valid_draft_2020_12_with_title_description_and_no_id(path, schemas):
     schema = schemas[path.name]
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == BASE + path.name
+    # No $id: each tool then takes the file's own location as the base, so the relative $refs
+    # (common.schema.json#/$defs/...) resolve offline to the sibling file. A relative $id is
+    # resolved against the working directory by check-jsonschema, an absolute one is fetched.
+    assert "$id" not in schema
     assert schema["title"].strip() and schema["description"].strip()
 
 
 @pytest.mark.parametrize("path", FILES)
-def test_uses_only_the_evaluators_keyword_subset(path, schemas):
+def test_uses_only_draft_2020_12_and_amldist_keywords(path, schemas):
     for where, sub, _ in walk(schemas[path.name]):
         unknown = set(sub) - ALLOWED
-        assert not unknown, f"{path.name}{where[1:]}: keywords outside the subset: {sorted(unknown)}"
+        assert not unknown, f"{path.name}{where[1:]}: unknown keywords (misspelt?): {sorted(unknown)}"
+
+
+# What a regular expression looks like in prose: character classes, anchors, escapes, groups.
+REGEX_LIKE = re.compile(r"\[\^|\[[^\]\s]*[a-zA-Z0-9]-[a-zA-Z0-9][^\]\s]*\]|\[[a-zA-Z]{2}\]|\\[dswDSW.$]|\(\?|\.\*|\(\^|\$\)")
+
+
+@pytest.mark.parametrize("path", FILES)
+def test_every_pattern_is_said_in_words(path, schemas):
+    """A pattern an instance can fail is either a list of caseless words (the message lists them) or
+    carries x-amldist-expected, a phrase without any regex ("a number followed by a unit b, k, m or g")."""
+    from amldist.validate.schema_wording import words_of
+
+    bare = []
+    for where, sub, _ in walk(schemas[path.name]):
+        if "pattern" not in sub or "/if" in where or "/not" in where:
+            continue  # under if/not a pattern only picks a branch or forbids: no message quotes it
+        expected = sub.get("x-amldist-expected")
+        if expected is not None:
+            assert isinstance(expected, str) and expected.strip() and not REGEX_LIKE.search(expected), where
+        elif not words_of(sub):
+            bare.append(f"{where}: {sub['pattern']}")
+    assert not bare, f"{path.name}: patterns neither caseless words nor x-amldist-expected: {bare}"
+
+
+@pytest.mark.parametrize("path", FILES)
+def test_no_description_or_hint_shows_a_regex(path, schemas):
+    shown = []
+    for where, sub, _ in walk(schemas[path.name]):
+        for key in ("description", "x-amldist-hint", "title"):
+            if isinstance(sub.get(key), str) and REGEX_LIKE.search(sub[key]):
+                shown.append(f"{where}/{key}: {sub[key]}")
+    assert not shown, f"{path.name}: {shown}"
 
 
 @pytest.mark.parametrize("path", FILES)
@@ -91,6 +129,10 @@ def test_amldist_keywords_are_used_as_the_contract_says(path, schemas):
             assert sub.get("additionalProperties", True) is True, f"{where}: unknown-keys on a closed object"
         if "x-amldist-hint" in sub:
             assert isinstance(sub["x-amldist-hint"], str) and sub["x-amldist-hint"].strip(), where
+        if "x-amldist-misplaced-keys" in sub:  # keys left out of properties so an editor never offers them
+            misplaced = sub["x-amldist-misplaced-keys"]
+            assert all(isinstance(v, str) and v.strip() for v in misplaced.values()), where
+            assert not set(misplaced) & set(sub.get("properties", {})), f"{where}: a misplaced key is offered"
 
 
 @pytest.mark.parametrize("path", FILES)

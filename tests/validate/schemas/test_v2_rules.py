@@ -310,8 +310,6 @@ def test_component_distribution_and_resources_tolerate_unknown_keys_marked_as_wa
 @pytest.mark.parametrize(
     "block, field",
     [
-        ("distribution: {type: tensorflow, process_count_per_instance: 2}\n", "distribution.process_count_per_instance"),
-        ("distribution: {type: pytorch, worker_count: 2}\n", "distribution.worker_count"),
         ("distribution: {type: pytorch, process_count_per_instance: -4}\n", "distribution.process_count_per_instance"),
         ("distribution: {type: torch.distributed}\n", "distribution.type"),
         ("resources: {instance_count: 0}\n", "resources.instance_count"),
@@ -322,6 +320,35 @@ def test_component_distribution_and_resources_tolerate_unknown_keys_marked_as_wa
 )
 def test_component_mistakes(block, field):
     assert_rejected(parse(COMPONENT + block), field)
+
+
+@pytest.mark.parametrize("block, key", [
+    ("distribution: {type: tensorflow, process_count_per_instance: 2}\n", "process_count_per_instance"),
+    ("distribution: {type: pytorch, worker_count: 2}\n", "worker_count"),
+])
+def test_another_types_key_in_a_component_is_a_warning_with_the_types_hint(block, key):
+    """azure-ai-ml drops it from a component, so the schema accepts it; amldist warns at the key."""
+    from amldist.validate import validate_text
+
+    assert_accepted(parse(COMPONENT + block))
+    [found] = [d for d in validate_text(COMPONENT + block, "c.yml") if d.field == f"distribution.{key}"]
+    assert (found.severity, found.code) == ("warning", "unknown-key")
+    assert "drops it" in found.message and "tensorflow" in found.hint
+
+
+@pytest.mark.parametrize("kind_def", ["distribution", "componentDistribution", "nodeDistribution"])
+def test_no_distribution_branch_offers_another_types_keys(schemas, kind_def):
+    """An editor offers the keys of the branch whose `if` matched: worker_count is never offered under
+    pytorch; the forbidden keys are only named (with their hint) in x-amldist-misplaced-keys."""
+    offered = {}
+    for branch in schemas["common.schema.json"]["$defs"][kind_def]["allOf"]:
+        word = branch["if"]["properties"]["type"]["pattern"].strip("^$").lower().replace("[", "").replace("]", "")
+        word = word[::2]  # [pP][yY]... -> pp yy -> p y
+        offered[word] = set(branch["then"]["properties"])
+    assert "worker_count" not in offered["pytorch"] and "worker_count" not in offered["mpi"]
+    assert "process_count_per_instance" not in offered["tensorflow"]
+    assert {"worker_count", "parameter_server_count"} <= offered["tensorflow"]
+    assert "process_count_per_instance" in offered["pytorch"]
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """The validation entry points: text, file, data, spec object.
 
-A file goes: bytes -> UTF-8 text -> safe YAML with positions -> kind -> schema
-check (compiled once per process) -> rules. Every problem becomes a Diagnostic;
+A file goes: bytes -> UTF-8 text -> safe YAML with positions (``documents``) -> kind -> JSON
+Schema check (jsonschema-rs, compiled once per process: ``schema_store``, ``schema_check``;
+worded by ``schema_errors``) -> the semantic rules. Every problem becomes a Diagnostic;
 nothing here raises for a bad file. Choices where the issue is silent:
 - an empty file, or a mapping that is no spec amldist knows, is an error when
   the file was named explicitly and a ``note`` when it was found in a folder or
@@ -17,49 +18,17 @@ import os
 
 from amldist.diagnostics import ERROR, NOTE, Diagnostic
 from amldist.spec.kinds import DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT, PIPELINE_JOB, detect_kind, recognise
-from amldist.spec.yamlio import YamlError, load_yaml
-from amldist.validate import command_rules, registry, rules, templates
+from amldist.validate import command_rules, rules, schema_check, templates
 from amldist.validate.context import Context
-from amldist.validate.report import Reporter
+from amldist.validate.documents import cached_document, parse
+from amldist.validate.schema_errors import Reporter
+from amldist.validate.schema_store import SCHEMA_FILES
 
-KINDS = tuple(registry.SCHEMA_FILES)
+KINDS = tuple(SCHEMA_FILES)
 
 
 def _diag(file, severity, code, message, hint=None, line=1, col=1) -> list[Diagnostic]:
     return [Diagnostic(file, line, col, severity, code, message, hint)]
-
-
-def parse(text: str):
-    """(YamlDocument, None) or (None, YamlError) -- never raises for bad YAML."""
-    try:
-        return load_yaml(text), None
-    except YamlError as exc:
-        return None, exc
-    except RecursionError:
-        return None, YamlError("yaml-too-deep", "the document is nested too deeply to read")
-
-
-_documents: dict = {}  # (absolute path, mtime, size) -> (text, doc, error): a file read once per process
-
-
-def read_document(path: str):
-    """(text, YamlDocument, None), (text, None, YamlError) or (None, None, Diagnostic) for a file.
-
-    Cached, so a component that a pipeline references and that is validated
-    itself is read and parsed once.
-    """
-    try:
-        stat = os.stat(path)
-        key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-    except OSError:
-        key = None
-    if key is not None and key in _documents:
-        return _documents[key]
-    text, problem = read_text(path)
-    result = (None, None, problem) if problem is not None else (text, *parse(text))
-    if key is not None:
-        _documents[key] = result
-    return result
 
 
 def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, base_dir=None,
@@ -84,23 +53,9 @@ def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, b
     return validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text)
 
 
-def read_text(path: str):
-    """(text, None) or (None, Diagnostic) for a file that cannot be read as UTF-8.
-
-    ``spec.files.read_text`` reads it: only a regular file, of a bounded size.
-    """
-    from amldist.spec.files import FileProblem, read_text as read_regular
-
-    try:
-        return read_regular(path), None
-    except FileProblem as exc:
-        reason = f"cannot read the file: {exc.reason}" if exc.code == "unreadable" else exc.reason
-        return None, Diagnostic(path, exc.line, exc.col, ERROR, exc.code, reason, exc.hint)
-
-
 def validate_file(path, *, explicit: bool = True) -> list[Diagnostic]:
     path = os.fspath(path)
-    text, doc, problem = read_document(path)
+    text, doc, problem = cached_document(path)
     if text is None:
         return [_with_file(problem, path)]
     return validate_text(text, path, explicit=explicit, base_dir=os.path.dirname(os.path.abspath(path)),
@@ -113,15 +68,14 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
     if kind is None:
         return _diag(file, ERROR, "not-a-spec", "not a spec amldist knows", line=0 if doc is None else 1,
                      col=0 if doc is None else 1)
-    if kind not in registry.SCHEMA_FILES:
+    if kind not in SCHEMA_FILES:
         raise ValueError(f"unknown spec kind {kind!r}; expected one of {', '.join(KINDS)}")
     ctx = Context(file, doc, base_dir, text)
     renamed: set = set()
     if rules.has_non_string_keys(data, doc):
         data = rules.string_keys(ctx, data, renamed)
-    shipped = registry.shipped()
-    reporter = Reporter(shipped, file, doc, kind=kind, renamed=renamed)
-    reporter.add_errors(registry.check_for(kind)(data))
+    reporter = Reporter(file, doc, kind=kind, renamed=renamed)
+    reporter.add_errors(schema_check.check(kind, data))
     ctx.out.extend(reporter.out)
     if isinstance(data, dict):
         _rules(ctx, kind, data)

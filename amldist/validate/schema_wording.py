@@ -1,12 +1,15 @@
 """Words for schema errors: what was expected, what was found, and did-you-mean.
 
-Kept apart from the evaluator so the evaluator stays a plain engine and the
-wording can be tuned without touching semantics.
+No message shows a regular expression: a pattern is said in words, either as the caseless words
+it accepts (``^([pP][yY][tT][oO][rR][cC][hH]|...)$`` -> "pytorch, mpi, ...") or as the
+subschema's ``x-amldist-expected`` ("a number followed by a unit b, k, m or g").
 """
 
 from __future__ import annotations
 
 import re
+
+from amldist.validate.schema_store import EXPECTED, MISPLACED, UNKNOWN_KEYS
 
 _TYPE_WORDS = {
     "null": "null",
@@ -33,8 +36,10 @@ CODES = {
     "maxItems": "invalid-length",
     "required": "missing-key",
     "additionalProperties": "unknown-key",
-    "x-amldist-unknown-keys": "unknown-key",
+    UNKNOWN_KEYS: "unknown-key",
+    MISPLACED: "unknown-key",
     "items": "not-allowed",
+    "propertyNames": "invalid-format",
     "not": "not-allowed",
     "false": "not-allowed",
     "anyOf": "no-match",
@@ -80,7 +85,8 @@ def describe(error) -> str:
     if kw == "const":
         return f"expected {show(value)}, got {show(found)}"
     if kw == "pattern":
-        return f"{show(found)} does not have the expected form (pattern {value})"
+        expected = error.schema.get(EXPECTED) if isinstance(error.schema, dict) else None
+        return f"{show(found)} is not {expected}" if expected else f"{show(found)} does not have the expected form"
     if kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[kw]
         return f"must be {op} {value}, got {show(found)}"
@@ -94,7 +100,7 @@ def describe(error) -> str:
         return f"must have at most {value} items, got {len(found)}"
     if kw == "required":
         return f"missing required key {error.params['missing']!r}"
-    if kw in ("additionalProperties", "x-amldist-unknown-keys"):
+    if kw in ("additionalProperties", UNKNOWN_KEYS):
         keys = error.params.get("unexpected", [])
         return "unknown key " + ", ".join(repr(k) for k in keys)
     if kw == "oneOf" and error.params.get("matched"):

@@ -1,28 +1,26 @@
-"""Schema errors -> Diagnostics with a position, a field name, a code and a hint.
+"""Schema errors -> Diagnostics with a position, a field name, a stable code and a hint.
 
 Choices made here:
-- ``anyOf``/``oneOf``: when the instance is a mapping with ``type`` and the
-  branches constrain ``type`` (the distribution union), only the errors of the
-  branch whose ``type`` matches are shown; when no branch's ``type`` matches, one
-  error on ``type`` lists the allowed words with a did-you-mean. Otherwise the
-  branches of the wrong YAML type are dropped and the branch with the fewest
-  errors is shown (one "expected a string or a mapping" when none is left).
+- the shipped schemas use no ``anyOf``/``oneOf`` (tests/validate/test_schema_errors.py holds them
+  to it): a choice is an ``if``/``then`` on the mapping's ``type``, so each error already comes
+  from the one branch that applies and no branch has to be picked here.
 - unknown keys: one diagnostic per key, at the key, with a did-you-mean over the
-  mapping's ``properties``. A warning (``x-amldist-unknown-keys``) says what
-  azure-ai-ml does with the key there (``unknown_key_note``).
-- hints: the failing subschema's ``x-amldist-hint`` (an anyOf/oneOf's own hint
-  goes with the errors about the union itself, not with every error inside the
-  branch shown), plus a did-you-mean where one is close.
+  mapping's ``properties``. A key another distribution type takes
+  (``x-amldist-misplaced-keys``) is "not allowed here", with that key's hint.
+- ``x-amldist-unknown-keys: warning`` (``schema_check``): the warning says what azure-ai-ml does
+  with the key there (``unknown_key_note``).
+- patterns are said in words (``schema_wording``), never as the regular expression.
+- hints: the failing subschema's ``x-amldist-hint``, plus a did-you-mean where one is close.
 """
 
 from __future__ import annotations
 
 from amldist.diagnostics import ERROR, WARNING, Diagnostic
-from amldist.spec.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT
-from amldist.validate.evaluator import HINT, UNKNOWN_KEYS, is_valid
 from amldist.spec.field_paths import field_path
+from amldist.spec.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT
 from amldist.spec.suggestions import suggest
-from amldist.validate.messages import CODES, choices, describe, show, type_words, words_of
+from amldist.validate.schema_store import HINT, MISPLACED, UNKNOWN_KEYS
+from amldist.validate.schema_wording import CODES, choices, describe, show, words_of
 
 
 # What azure-ai-ml 1.35.2 does with a key it does not know, where amldist only warns (checked by
@@ -62,11 +60,12 @@ def in_component(path, kind) -> bool:
 
 
 class Reporter:
-    """``renamed``: paths of keys already reported as ``non-string-key`` (``rules.string_keys``);
+    """Diagnostics for SchemaErrors, in ``out``.
+
+    ``renamed``: paths of keys already reported as ``non-string-key`` (``rules.string_keys``);
     the schema's complaints about those keys themselves are dropped (one diagnostic per mistake)."""
 
-    def __init__(self, registry, file: str, doc=None, kind=None, renamed=frozenset()):
-        self.registry = registry
+    def __init__(self, file: str, doc=None, kind=None, renamed=frozenset()):
         self.file = file
         self.doc = doc
         self.kind = kind
@@ -83,14 +82,18 @@ class Reporter:
             return  # propertyNames refused a key that was not a string: already reported
         hint = (error.schema.get(HINT) if isinstance(error.schema, dict) else None) or inherited_hint
         kw = error.keyword
-        if kw in ("anyOf", "oneOf") and error.context is not None:
-            self.add_union(error, path, hint)
-        elif kw in ("additionalProperties", UNKNOWN_KEYS):
+        if kw in ("additionalProperties", UNKNOWN_KEYS):
             known = list(error.schema.get("properties", {}))
             severity = WARNING if kw == UNKNOWN_KEYS else ERROR
             where = field_path(path) or "the document"
+            misplaced = error.schema.get(MISPLACED, {})
             for key in error.params.get("unexpected", []):
                 if path + (key,) in self.renamed:
+                    continue
+                if key in misplaced:  # worker_count under pytorch: it belongs to another type
+                    drops = severity == WARNING and unknown_key_note(path, self.kind, key) == DROPS
+                    self.emit(path + (key,), severity, "unknown-key",
+                              f"is not allowed here ({DROPS})" if drops else "is not allowed here", misplaced[key])
                     continue
                 guess = suggest(str(key), known)
                 text = f"unknown key {key!r} in {where}"
@@ -126,77 +129,6 @@ class Reporter:
             key = error.params.get("property_name")  # propertyNames: at the key, not at its mapping
             self.emit(path, ERROR, code, text, tip, at=None if key is None else path + (key,))
 
-    def add_union(self, error, path, hint) -> None:
-        branches = error.value
-        context = error.context
-        instance = error.instance
-        base = error.params.get("base", "")
-        if isinstance(instance, dict) and "type" in instance:
-            picked = self.pick_by_discriminator(branches, base, instance["type"])
-            if picked is not None:
-                index, words, type_hint = picked
-                if index is not None:
-                    self.add_errors(context[index], path)
-                    return
-                guess = suggest(instance["type"], [str(w) for w in words])
-                tip = _join(type_hint or hint, f"did you mean {guess!r}?" if guess else None)
-                self.emit(path + ("type",), ERROR, "invalid-value",
-                          f"{show(instance['type'])} is not one of: {choices(words)}", tip)
-                return
-        candidates = [i for i, errs in enumerate(context) if not _root_type_error(errs)]
-        if not candidates:
-            expected = []
-            for errs in context:
-                for e in errs:
-                    if e.keyword == "type" and not e.path:
-                        names = [e.value] if isinstance(e.value, str) else e.value
-                        expected.extend(n for n in names if n not in expected)
-            self.emit(path, ERROR, "wrong-type", f"expected {type_words(expected)}, got {show(instance)}", hint)
-            return
-        if all(_only_root_value_errors(context[i]) for i in candidates):
-            words = [w for i in candidates for e in context[i] for w in words_of(e.schema)]
-            if words:
-                guess = suggest(instance, [str(w) for w in words])
-                tip = _join(f"did you mean {guess!r}?" if guess else None, hint)
-                self.emit(path, ERROR, "invalid-value", f"{show(instance)} is not one of: {choices(words)}", tip)
-                return
-        best = min(candidates, key=lambda i: (sum(e.severity == ERROR for e in context[i]), i))
-        self.add_errors(context[best], path)
-
-    def pick_by_discriminator(self, branches, base, value):
-        """(branch index or None, allowed words, hint) when the branches constrain ``type``; else None."""
-        found_any = False
-        words: list = []
-        type_hint = None
-        for index, branch in enumerate(branches):
-            type_schema, type_base = self._type_schema(branch, base, depth=0)
-            if type_schema is None:
-                continue
-            found_any = True
-            type_hint = type_hint or (type_schema.get(HINT) if isinstance(type_schema, dict) else None)
-            words.extend(w for w in words_of(type_schema) if w not in words)
-            check = self.registry.compiler.compile(type_schema, type_base)
-            if is_valid(check(value)):
-                return index, words, type_hint
-        return (None, words, type_hint) if found_any else None
-
-    def _type_schema(self, schema, base, depth):
-        if depth > 20 or not isinstance(schema, dict):
-            return None, base
-        props = schema.get("properties")
-        if isinstance(props, dict) and "type" in props:
-            return props["type"], base
-        if isinstance(schema.get("$ref"), str):
-            target, target_base = self.registry.resolve(base, schema["$ref"])
-            found = self._type_schema(target, target_base, depth + 1)
-            if found[0] is not None:
-                return found
-        for sub in schema.get("allOf", ()):
-            found = self._type_schema(sub, base, depth + 1)
-            if found[0] is not None:
-                return found
-        return None, base
-
     # -- output --
     def emit(self, path, severity, code, text, hint=None, at=None) -> None:
         line, col = self.doc.where(at if at is not None else path) if self.doc is not None else (0, 0)
@@ -208,14 +140,6 @@ class Reporter:
         else:
             message = f"{name}: {text}"
         self.out.append(Diagnostic(self.file, line, col, severity, code, message, hint, name or None))
-
-
-def _root_type_error(errors) -> bool:
-    return any(e.keyword == "type" and not e.path for e in errors)
-
-
-def _only_root_value_errors(errors) -> bool:
-    return bool(errors) and all(not e.path and e.keyword in ("const", "enum", "pattern") for e in errors)
 
 
 def _allowed(known) -> str | None:
