@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from amldist.diagnostics import ERROR, NOTE, WARNING
+from amldist.diagnostics import ERROR, NOTE, WARNING, escape_text
 
 
 def render(fmt: str, results) -> str:
@@ -44,14 +44,14 @@ def _prop(text: str) -> str:
 def github(d) -> str:
     """One GitHub Actions workflow command (``::error file=F,line=L,col=C,title=CODE::message``)."""
     level = {"error": "error", "warning": "warning"}.get(d.severity, "notice")
-    props = [f"file={_prop(d.file)}"]
+    props = [f"file={_prop(escape_text(d.file))}"]
     if d.line:
         props.append(f"line={d.line}")
     if d.col:
         props.append(f"col={d.col}")
     props.append(f"title={_prop(d.code)}")
     message = d.message + (f" (hint: {d.hint})" if d.hint else "")
-    return f"::{level} {','.join(props)}::{_data(message)}"
+    return f"::{level} {','.join(props)}::{_data(escape_text(message))}"
 
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

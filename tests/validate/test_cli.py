@@ -186,3 +186,12 @@ def test_real_console_script_in_a_subprocess(tmp_path):
     assert code == 1
     assert "distribution.type" in out and "did you mean 'pytorch'?" in out and "pytorch` in v2" in out
     assert err.strip() == "1 files, 1 errors, 0 warnings"
+
+
+def test_github_annotations_escape_terminal_characters_and_newlines():
+    from amldist.diagnostics import Diagnostic
+    from amldist.validate.output import github
+
+    line = github(Diagnostic("a\x1b[31m.yml", 1, 1, "error", "x", "bad \x1b]0;title\x07 key\nerror file=forged"))
+    assert "\x1b" not in line and "\x07" not in line and "\n" not in line
+    assert line.startswith("::error file=a\\x1b[31m.yml,line=1,col=1,title=x::")
