@@ -84,11 +84,12 @@ def find_config_file(start: str) -> str | None:
 
 def read_config_file(path: str) -> dict:
     """The three settings in a workspace config file; a broken file is a UserError naming it."""
+    from amldist.spec.files import FileProblem, read_text
+
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: cannot read the workspace config file: {exc}",
+        data = json.loads(read_text(path, max_bytes=1 << 20))  # a regular file only: never a FIFO or a device
+    except (FileProblem, ValueError) as exc:
+        raise UserError(f"{path}: cannot read the workspace config file: {getattr(exc, 'reason', exc)}",
                         hint="fix or remove the file, or pass --workspace, --resource-group and --subscription"
                         ) from None
     if not isinstance(data, dict):

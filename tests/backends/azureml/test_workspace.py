@@ -144,3 +144,18 @@ def test_broken_config_json_is_a_user_error(tmp_path):
     with pytest.raises(UserError) as caught:
         resolve_workspace({}, str(tmp_path))
     assert "config.json" in caught.value.message and caught.value.exit_code == 2
+
+
+def test_a_fifo_named_config_json_is_refused_not_read(tmp_path):
+    import os
+
+    import pytest
+
+    from amldist.backends.azureml.workspace import read_config_file
+    from amldist.errors import UserError
+
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError) as refused:
+        read_config_file(str(fifo))  # would block forever if it were opened
+    assert "FIFO" in refused.value.message and "workspace config file" in refused.value.message
