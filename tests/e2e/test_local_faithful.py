@@ -72,11 +72,27 @@ def test_run_folders_stay_out_of_git(tmp_path):
     assert "job.yml" in status  # git does see the rest of the folder
 
 
-def readme_local_commands() -> list[str]:
+def readme_commands(heading: str, starts=("amldist ",)) -> list[str]:
+    """The commands of the first ```bash block under a README heading, comments cut off."""
     text = (ROOT / "README.md").read_text()
-    section = text.split("## Submitting: running a job locally", 1)[1].split("\n## ", 1)[0]
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.startswith("amldist ")]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.startswith(starts)]
+
+
+def readme_local_commands() -> list[str]:
+    return readme_commands("## Submitting: running a job locally")
+
+
+@pytest.mark.parametrize("command", readme_commands("## Pipelines", ("amldist ", "python ")))
+def test_the_readmes_pipeline_examples_run_as_written(tmp_path, command):
+    (tmp_path / "samples").symlink_to(ROOT / "samples")
+    argv = shlex.split(command)
+    if argv[0] == "python":
+        run = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    else:
+        run = amldist(tmp_path, *argv[1:], timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
 
 
 @pytest.mark.parametrize("command", readme_local_commands())
