@@ -3,9 +3,10 @@
 Measures, in one run and on the same files:
 1. one ``amldist validate`` process over a few hundred generated specs, against
    one process that imports azure.ai.ml and loops ``load_job``/``load_component``
-   + ``_validate()`` over them (target: amldist >= 20x faster, aim 50x);
+   + ``_validate()`` over them (target: amldist >= 50x faster);
 2. ``amldist --version`` and ``amldist validate one.yaml`` against
-   ``python -c "import azure.ai.ml"`` (target: each <= 0.15x).
+   ``python -c "import azure.ai.ml"`` (target: each <= 0.08x; jsonschema-rs is imported only
+   when the first document is checked, and costs ~15-25 ms of that).
 Each number is the median of several runs; runs of the two sides are
 interleaved so that load from other processes hits both alike.
 
@@ -206,8 +207,7 @@ def compare(amldist, files, listing: Path, runs: int, env, label: str) -> float:
     print(f"azure-ai-ml load + _validate():  {theirs_s:7.3f} s  (import {azure['import_s']:.2f} s, "
           f"loop {azure['loop_s']:.2f} s; per file: {kinds}; {azure['failed']} files raised)")
     speedup = theirs_s / ours_s
-    print(f"speed-up: {speedup:.1f}x  (target >= 20x: {'yes' if speedup >= 20 else 'NO'}; "
-          f"aim 50x: {'yes' if speedup >= 50 else 'no'})")
+    print(f"speed-up: {speedup:.1f}x  (target >= 50x: {'yes' if speedup >= 50 else 'NO'})")
     return speedup
 
 
@@ -244,7 +244,7 @@ def main(argv=None) -> int:
         for label, seconds in (("amldist --version", version_s), ("amldist validate one.yaml", one_s)):
             ratio = seconds / import_s
             print(f"{label + ':':32s} {seconds:7.3f} s  = {ratio:.3f}x of the import "
-                  f"(target <= 0.15: {'yes' if ratio <= 0.15 else 'NO'})")
+                  f"(target <= 0.08: {'yes' if ratio <= 0.08 else 'NO'})")
         return 0
     finally:
         if not args.keep:

@@ -3,10 +3,10 @@
 ``check(kind, data)`` runs the kind's compiled validator and turns each error into a
 ``SchemaError`` (keyword, the subschema holding it, the instance, details) that
 ``schema_errors.Reporter`` words. ``x-amldist-unknown-keys: warning`` adds warnings for the keys
-a subschema does not list: standard validators ignore the keyword, jsonschema-rs reports it as
-an annotation of every subschema that applied, which is where the warnings come from (so the
-valid/invalid answer stays the standard one, and tests/validate/test_reference.py holds
-jsonschema-rs to the reference implementation).
+a subschema does not list: standard validators ignore the keyword, so the check runs the closed
+copy of the schemas (``schema_store.closed_validator``) and its extra ``additionalProperties``
+errors become warnings; every other error is the standard one, which
+tests/validate/test_reference.py holds to the reference implementation (jsonschema).
 """
 
 from __future__ import annotations
@@ -52,11 +52,8 @@ class SchemaError:
 
 def check(kind: str, data) -> list[SchemaError]:
     """The schema errors (and unknown-key warnings) of a document of ``kind``."""
-    validator = schema_store.validator(kind)
     original, data = data, json_values(data)
-    errors = [adapt(error, 0) for error in validator.iter_errors(data)]
-    if schema_store.warns_unknown_keys(kind):
-        errors.extend(unknown_key_warnings(validator, data))
+    errors = [adapt(error, 0) for error in schema_store.closed_validator(kind).iter_errors(data)]
     if data is not original:  # show what was written (binary data, .inf), not its stand-in
         for error in errors:
             error.instance = _at(original, error.path)
@@ -98,7 +95,9 @@ def adapt(error, depth: int) -> SchemaError:
     else:
         schema, keyword = schema_store.subschema(location.rsplit("/", 1)[0]), location.rsplit("/", 1)[-1]
         keyword = keyword.replace("~1", "/").replace("~0", "~")
-    params, context = {}, None
+    params, context, severity = {}, None, "error"
+    if name == "additionalProperties" and isinstance(schema, dict) and schema.get(UNKNOWN_KEYS) == "warning":
+        keyword, severity = UNKNOWN_KEYS, "warning"  # closed only in the run-time copy: a warning
     if name == "required":
         params = {"missing": kind.property}
     elif name == "additionalProperties":
@@ -107,49 +106,7 @@ def adapt(error, depth: int) -> SchemaError:
         params = {"matched": True}
     if name in ("anyOf", "oneOfNotValid"):
         context = [[adapt(e, len(error.instance_path)) for e in branch] for branch in kind.context]
-    return SchemaError(path, keyword, schema, base, error.instance, params, context)
-
-
-def unknown_key_warnings(validator, data) -> list[SchemaError]:
-    """Warnings for the keys a subschema marked ``x-amldist-unknown-keys: warning`` does not list.
-
-    Read from the evaluation's annotations (kept or dropped), skipping subschemas reached
-    through an ``anyOf``/``oneOf`` branch that failed or through ``if``/``not`` (those did not
-    apply to the document)."""
-    details = validator.evaluate(data).list()["details"]
-    failed = {d["evaluationPath"] for d in details if not d["valid"]}
-    out = []
-    for detail in details:
-        notes = detail.get("annotations", detail.get("droppedAnnotations"))
-        if not isinstance(notes, dict) or notes.get(UNKNOWN_KEYS) != "warning":
-            continue
-        steps = detail["evaluationPath"].split("/")
-        if any(step in ("if", "not") for step in steps) or any(
-                steps[i] in ("anyOf", "oneOf") and "/".join(steps[:i + 2]) in failed for i in range(len(steps) - 1)):
-            continue
-        location = detail["schemaLocation"]
-        schema = schema_store.subschema(location)
-        path = tuple(_pointer(detail["instanceLocation"], data))
-        instance = _at(data, path)
-        if not isinstance(schema, dict) or not isinstance(instance, dict):
-            continue
-        extras = _extras(schema, instance)
-        if extras:
-            out.append(SchemaError(path, UNKNOWN_KEYS, schema, location.partition("#")[0], instance,
-                                   {"unexpected": extras}, severity="warning"))
-    return out
-
-
-def _pointer(pointer: str, data):
-    """The keys and indices of an instance location (``/jobs/0`` -> ("jobs", 0) where a list is)."""
-    for token in pointer.split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(data, list) and token.isdigit():
-            data = data[int(token)] if int(token) < len(data) else None
-            yield int(token)
-        else:
-            data = data.get(token) if isinstance(data, dict) else None
-            yield token
+    return SchemaError(path, keyword, schema, base, error.instance, params, context, severity)
 
 
 def _at(data, path):
@@ -159,13 +116,3 @@ def _at(data, path):
         except (KeyError, IndexError, TypeError):
             return None
     return data
-
-
-def _extras(schema: dict, instance: dict) -> list:
-    """The keys neither ``properties`` nor ``patternProperties`` of ``schema`` cover."""
-    import re
-
-    known = schema.get("properties", {})
-    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
-    return [key for key in instance
-            if key not in known and not any(isinstance(key, str) and p.search(key) for p in patterns)]

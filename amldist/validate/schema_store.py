@@ -73,7 +73,10 @@ def schema_for(kind: str) -> dict:
 
 
 def subschema(uri: str):
-    """The schema at an absolute URI with a JSON-pointer fragment (as jsonschema-rs reports locations)."""
+    """The schema at an absolute URI with a JSON-pointer fragment (as jsonschema-rs reports locations);
+    a location in the closed copy gives the shipped subschema."""
+    if uri.startswith(CLOSED_BASE):
+        uri = BASE + uri[len(CLOSED_BASE):]
     document_uri, _, pointer = uri.partition("#")
     node = documents().get(document_uri)
     if node is None:
@@ -89,34 +92,49 @@ def subschema(uri: str):
     return node
 
 
-def join(base: str, ref: str) -> str:
-    """A ``$ref`` as written in the document at ``base``, made absolute (the shipped schemas use
-    only relative file names and fragments)."""
-    if ref.startswith("#"):
-        return base.partition("#")[0] + ref
-    if ":" in ref.partition("#")[0]:
-        return ref
-    return base.partition("#")[0].rsplit("/", 1)[0] + "/" + ref
-
-
 def _refuse(uri: str):
     raise SchemaLoadError(f"{uri} is not one of amldist's schema files; the schemas refer only to each other")
 
 
+# The run-time check uses a closed copy of the schemas: every subschema marked
+# ``x-amldist-unknown-keys: warning`` also gets ``additionalProperties: false`` there, so one
+# jsonschema-rs pass finds the unlisted keys too, and ``schema_check`` turns those errors into
+# warnings. The copy lives under its own base so its relative $refs stay inside it. This is exact
+# because no marked subschema sits under anyOf/oneOf/not/if (where closing it could change which
+# branch applies): tests/validate/test_reference.py checks both that and that the closed check's
+# errors are the standard check's errors.
+CLOSED_BASE = "file:///amldist/schemas-closed/"
+
+
+def _closed(node):
+    if isinstance(node, dict):
+        out = {key: (value if key in ("enum", "const", "default", "examples") else _closed(value))
+               for key, value in node.items()}
+        if out.get(UNKNOWN_KEYS) == "warning" and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_closed(value) for value in node]
+    return node
+
+
 def registry():
-    """The jsonschema-rs registry of every shipped document (built once)."""
+    """The jsonschema-rs registry of every shipped document and its closed copy (built once)."""
     global _registry
     if _registry is None:
         import jsonschema_rs
 
+        resources = list(documents().items())
+        resources += [(CLOSED_BASE + uri[len(BASE):], _closed(doc)) for uri, doc in documents().items()]
         try:
-            _registry = jsonschema_rs.Registry(list(documents().items()), retriever=_refuse)
+            _registry = jsonschema_rs.Registry(resources, retriever=_refuse)
         except Exception as exc:  # noqa: BLE001 - jsonschema-rs raises its own types; say which file
             raise SchemaLoadError(f"the shipped schemas do not load: {exc}") from None
     return _registry
 
 
-def _compile(schema, base_uri=None):
+def compile_schema(schema, base_uri=None):
+    """A jsonschema-rs validator of ``schema`` against the shipped documents, fetching nothing."""
     import jsonschema_rs
 
     try:
@@ -127,39 +145,17 @@ def _compile(schema, base_uri=None):
 
 
 def validator(kind: str):
-    """The compiled jsonschema-rs validator of a spec kind (every ``$ref`` resolved now)."""
+    """The standard validator of a spec kind (every ``$ref`` resolved now); x-amldist-* are annotations."""
     found = _validators.get(kind)
     if found is None:
-        found = _validators[kind] = _compile({"$ref": schema_uri(kind)})
+        found = _validators[kind] = compile_schema({"$ref": schema_uri(kind)})
     return found
 
 
-def warns_unknown_keys(kind: str) -> bool:
-    """Whether the kind's schemas (its document and what it refers to) carry ``x-amldist-unknown-keys``."""
-    key = ("warns", kind)
-    if key not in _validators:
-        seen, todo = set(), [schema_uri(kind)]
-        while todo:
-            uri = todo.pop()
-            if uri in seen:
-                continue
-            seen.add(uri)
-            text = json.dumps(documents().get(uri, {}))
-            if UNKNOWN_KEYS in text:
-                _validators[key] = True
-                return True
-            todo.extend(join(uri, ref).partition("#")[0] for ref in _refs(documents().get(uri, {})))
-        _validators[key] = False
-    return _validators[key]
-
-
-def _refs(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str):
-                yield value
-            elif key not in ("enum", "const", "default", "examples"):
-                yield from _refs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _refs(value)
+def closed_validator(kind: str):
+    """The run-time validator: the standard one plus an error for each key a marked subschema does not list."""
+    key = ("closed", kind)
+    found = _validators.get(key)
+    if found is None:
+        found = _validators[key] = compile_schema({"$ref": CLOSED_BASE + SCHEMA_FILES[kind]})
+    return found

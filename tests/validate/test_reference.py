@@ -22,7 +22,7 @@ from referencing.jsonschema import DRAFT202012
 from amldist.spec.kinds import detect_kind
 from amldist.spec.yamlio import load_yaml
 from amldist.validate import schema_store
-from amldist.validate.schema_check import json_values
+from amldist.validate.schema_check import check, json_values
 from tests.conftest import conformance_files
 from tests.validate.helpers import fixture_files
 from tests.validate.strategies import mutated, random_documents, schema_words
@@ -39,6 +39,8 @@ def reference(kind: str):
 
 
 def compare(kind: str, instance) -> None:
+    """jsonschema-rs == jsonschema on validity and error paths; and the run-time check (the closed copy,
+    whose extra errors are unknown-key warnings) has exactly the standard check's errors."""
     instance = json_values(instance)
     ours = list(schema_store.validator(kind).iter_errors(instance))
     theirs = list(reference(kind).iter_errors(instance))
@@ -46,6 +48,9 @@ def compare(kind: str, instance) -> None:
     our_paths = {tuple(e.instance_path) for e in ours}
     their_paths = {tuple(e.absolute_path) for e in theirs}
     assert our_paths == their_paths, (instance, [e.message for e in ours], [e.message for e in theirs])
+    run_time = [e for e in check(kind, instance) if e.severity == "error"]
+    assert {e.path for e in run_time} == our_paths, (instance, run_time, [e.message for e in ours])
+    assert len(run_time) == len(ours), (instance, run_time, [e.message for e in ours])
 
 
 def corpus() -> list:
@@ -75,16 +80,33 @@ def test_every_shipped_schema_is_valid_2020_12_and_every_kind_compiles_offline()
     for document in schema_store.documents().values():
         jsonschema.Draft202012Validator.check_schema(document)
     for kind in KINDS:  # jsonschema-rs resolves every $ref and compiles every pattern now, not mid-run
-        assert schema_store.validator(kind).is_valid is not None
+        assert not schema_store.validator(kind).is_valid({})  # every kind requires keys
+
+
+def test_no_subschema_marked_for_unknown_key_warnings_decides_a_branch():
+    """The run-time check closes the marked subschemas; that is exact only where none of them sits
+    under anyOf/oneOf/not/if, whose outcome closing could change."""
+    def walk(node, where, deciding):
+        if isinstance(node, dict):
+            if node.get("x-amldist-unknown-keys") == "warning":
+                yield where, deciding
+            for key, value in node.items():
+                if key not in ("enum", "const", "default", "examples"):
+                    yield from walk(value, f"{where}/{key}", deciding or key in ("anyOf", "oneOf", "not", "if"))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                yield from walk(value, f"{where}/{i}", deciding)
+
+    marked = [(uri + where, deciding) for uri, doc in schema_store.documents().items()
+              for where, deciding in walk(doc, "#", False)]
+    assert len(marked) >= 8  # components' distribution/resources, top levels, pipeline settings
+    assert not [where for where, deciding in marked if deciding]
 
 
 def test_a_ref_outside_the_shipped_files_fails_when_built_not_when_a_document_reaches_it():
-    import jsonschema_rs
-
-    with pytest.raises(schema_store.SchemaLoadError, match="not one of amldist's schema files|do not"):
-        schema_store._compile({"anyOf": [{"type": "string"}, {"$ref": "elsewhere.schema.json"}]},
-                              schema_store.BASE + "x.json")
-    assert jsonschema_rs  # the engine is what raised, wrapped
+    with pytest.raises(schema_store.SchemaLoadError, match="not one of amldist's schema files"):
+        schema_store.compile_schema({"anyOf": [{"type": "string"}, {"$ref": "elsewhere.schema.json"}]},
+                                    schema_store.BASE + "x.json")
 
 
 @pytest.mark.parametrize("index", range(len(CORPUS)), ids=lambda i: f"{CORPUS[i][0]}-{i}")
