@@ -1,14 +1,14 @@
 """Safe YAML loading that keeps where every key and value came from.
 
-PyYAML's composer (libyaml when present) gives the node tree with marks; we
-build plain Python data from it ourselves so that we can
+libyaml's parser (PyYAML's when libyaml is absent) gives the events with marks; we
+build plain Python data from them ourselves, in one loop, so that we can
 - remember the line and column of each key and value (for FILE:LINE:COL),
 - refuse duplicate keys (PyYAML silently keeps the last one),
 - refuse tags that would construct Python objects (only YAML's core tags pass),
 - bound alias expansion (a "billion laughs" document stops early),
 - keep timestamps as the text written (JSON Schema and the service see strings),
 - bound what a hostile file can cost before the work is done: its length, its
-  nesting depth (checked while composing, see ``_compose``), the keys of one
+  nesting depth (checked as each collection opens, see ``_Builder``), the keys of one
   mapping, the digits of an integer; a NUL in a value is refused too (no path,
   command or environment variable can carry one).
 """
@@ -21,9 +21,9 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.events import (AliasEvent, DocumentEndEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
+from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
                          SequenceEndEvent, SequenceStartEvent, StreamEndEvent)
-from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.nodes import ScalarNode
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -37,6 +37,7 @@ MAX_INT_CHARS = 40  # an integer's text; counts stop at 10000, Python refuses > 
 _CORE = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "binary")}
 _TIMESTAMP = _CORE + "timestamp"
+_STR = "tag:yaml.org,2002:str"
 _MERGE = _CORE + "merge"
 
 Path = tuple  # of str keys and int indices
@@ -73,183 +74,221 @@ class YamlDocument:
             path = path[:-1]
 
 
-def _mark(node) -> tuple[int, int]:
-    return (node.start_mark.line + 1, node.start_mark.column + 1)
+def _at(mark) -> tuple[int, int]:
+    return (mark.line + 1, mark.column + 1)
+
+
+class _Frame:
+    """An open mapping or sequence while its events arrive."""
+
+    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged")
+
+    def __init__(self, value, path: Path, mark, anchor):
+        self.value = value  # the dict or list being filled
+        self.path = path
+        self.mark = mark
+        self.anchor = anchor
+        self.size = 1  # nodes inside, aliases expanded (what walking the result will cost)
+        self.key = _NO_KEY  # a mapping's key waiting for its value
+        self.key_mark = None
+        self.merging = False  # the waiting key is '<<'
+        self.merged: list = []  # mappings merged in with '<<', applied when the mapping ends
+
+
+_NO_KEY = object()
 
 
 class _Builder:
-    def __init__(self, doc: YamlDocument):
+    """Plain Python data straight from libyaml's event stream, in one loop.
+
+    PyYAML's composer (and libyaml's, in C) recurses once per nesting level, so ~25,000
+    nested ``[`` overflow the C stack and kill the process before any Python check runs; it
+    also builds a node tree that is then walked again to construct the data. Here the events
+    are read in a loop with an explicit stack, so depth is checked as each collection opens
+    (a deep document stops at ``MAX_DEPTH`` + 1 levels, after reading only that far), and the
+    data, the positions and every check are made in the same pass, about twice as fast as
+    composing then constructing.
+    """
+
+    def __init__(self, loader, doc: YamlDocument):
+        self.loader = loader
         self.doc = doc
-        self.count = 0
         self.ctor = SafeConstructor()
+        self.anchors: dict = {}  # anchor -> (value, size); only finished values can be aliased
+        self.open_anchors: set = set()
+        self.nodes = 0
 
-    def build(self, node, path: Path, depth: int = 0):
-        self.count += 1
-        if self.count > MAX_NODES:
-            raise YamlError(
-                "yaml-too-large",
-                f"document expands to more than {MAX_NODES} nodes (aliases nested too deep?)",
-                *_mark(node),
-                hint="remove the nested anchors/aliases",
-            )
-        if depth > MAX_DEPTH:
-            raise YamlError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels (recursive alias?)", *_mark(node))
-        self.doc.values.setdefault(path, _mark(node))
-        if isinstance(node, ScalarNode):
-            return self.scalar(node)
-        if isinstance(node, SequenceNode):
-            self.check_tag(node, _CORE + "seq")
-            return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
-        if isinstance(node, MappingNode):
-            self.check_tag(node, _CORE + "map")
-            return self.mapping(node, path, depth)
-        raise YamlError("yaml-syntax", f"unsupported YAML node {type(node).__name__}", *_mark(node))
+    def run(self):
+        loader = self.loader
+        loader.get_event()  # StreamStart
+        if loader.check_event(StreamEndEvent):
+            return None
+        loader.get_event()  # DocumentStart
+        stack: list[_Frame] = []
+        root = None
+        while True:
+            event = loader.get_event()
+            kind = type(event)
+            if kind is ScalarEvent:
+                self._anchor_check(event)
+                value = self.scalar(event)
+                if event.anchor is not None:
+                    self.anchors[event.anchor] = (value, 1)
+                root = self.place(stack, value, 1, event.start_mark, root)
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                self._anchor_check(event)
+                if len(stack) >= MAX_DEPTH:
+                    raise YamlError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels", *_at(event.start_mark),
+                                    hint="flatten the document; real specs nest a few levels")
+                expected = _CORE + ("map" if kind is MappingStartEvent else "seq")
+                if event.tag not in (None, "!", expected):
+                    raise YamlError("yaml-unsafe-tag", f"tag {event.tag!r} is not allowed: amldist loads YAML safely "
+                                    "and constructs no objects", *_at(event.start_mark), hint="remove the tag")
+                path = self.child_path(stack, event.start_mark)
+                self.doc.values.setdefault(path, _at(event.start_mark))
+                if event.anchor is not None:
+                    self.open_anchors.add(event.anchor)
+                stack.append(_Frame({} if kind is MappingStartEvent else [], path, event.start_mark, event.anchor))
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                frame = stack.pop()
+                if frame.merged:
+                    for source in frame.merged:
+                        for key, value in source.items():
+                            frame.value.setdefault(key, value)
+                if frame.anchor is not None:
+                    self.open_anchors.discard(frame.anchor)
+                    self.anchors[frame.anchor] = (frame.value, frame.size)
+                root = self.place(stack, frame.value, frame.size, frame.mark, root, built=True)
+            elif kind is AliasEvent:
+                if event.anchor in self.open_anchors:
+                    raise YamlError("yaml-too-deep", f"alias *{_shorten(event.anchor)} refers to a collection that "
+                                    "holds it (a recursive alias)", *_at(event.start_mark), hint="remove the alias")
+                if event.anchor not in self.anchors:
+                    raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", event.start_mark)
+                value, size = self.anchors[event.anchor]
+                root = self.place(stack, value, size, event.start_mark, root)
+            if not stack and kind is not MappingStartEvent and kind is not SequenceStartEvent:
+                break
+        loader.get_event()  # DocumentEnd
+        if not loader.check_event(StreamEndEvent):
+            event = loader.get_event()
+            raise ComposerError("expected a single document in the stream", None, "but found another document",
+                                event.start_mark)
+        return root
 
-    def check_tag(self, node, expected: str) -> None:
-        if node.tag != expected:
-            raise YamlError(
-                "yaml-unsafe-tag",
-                f"tag {node.tag!r} is not allowed: amldist loads YAML safely and constructs no objects",
-                *_mark(node),
-                hint="remove the tag",
-            )
+    def _anchor_check(self, event) -> None:
+        anchor = event.anchor
+        if anchor is not None and (anchor in self.anchors or anchor in self.open_anchors):
+            first = self.doc.values.get(("<anchor>", anchor))
+            raise YamlError("yaml-syntax", f"duplicate anchor &{_shorten(anchor)}"
+                            + (f" (first at line {first[0]})" if first else ""),
+                            *_at(event.start_mark), hint="rename one of them")
 
-    def scalar(self, node):
-        if "\0" in node.value:
+    def child_path(self, stack, mark) -> Path:
+        """The path of the collection that starts now (a mapping waiting for a key gets no collection)."""
+        if not stack:
+            return ()
+        top = stack[-1]
+        if isinstance(top.value, list):
+            return top.path + (len(top.value),)
+        if top.key is _NO_KEY:
+            raise YamlError("yaml-syntax", "a mapping key must be a scalar", *_at(mark))
+        return top.path + (top.key,)
+
+    def place(self, stack, value, size, mark, root, built: bool = False):
+        """Put a finished value (``size`` nodes) into the collection on top of ``stack``; returns the root."""
+        self.nodes += size
+        if self.nodes > MAX_NODES:
+            raise YamlError("yaml-too-large", f"document expands to more than {MAX_NODES} nodes (aliases nested too "
+                            "deep?)", *_at(mark), hint="remove the nested anchors/aliases")
+        if not stack:
+            self.doc.values.setdefault((), _at(mark))
+            return value
+        top = stack[-1]
+        top.size += size
+        if isinstance(top.value, list):
+            if not built:
+                self.doc.values.setdefault(top.path + (len(top.value),), _at(mark))
+            top.value.append(value)
+        elif top.key is _NO_KEY:  # a key
+            if isinstance(value, (dict, list)):
+                raise YamlError("yaml-syntax", "a mapping key must be a scalar", *_at(mark))
+            if value is _MERGE_KEY:
+                top.merging = True
+            elif value in top.value:
+                first = self.doc.keys.get(top.path + (value,), (0, 0))
+                raise YamlError("duplicate-key", f"duplicate key {value!r} (first at line {first[0]})", *_at(mark),
+                                hint="YAML keeps only one of them; remove or rename the other")
+            elif len(top.value) >= MAX_KEYS:
+                raise YamlError("yaml-too-many-keys", f"a mapping with more than {MAX_KEYS} keys",
+                                *_at(top.mark), hint="split the file; no Azure ML spec needs that many keys")
+            top.key, top.key_mark = value, mark
+        elif top.merging:
+            sources = value if isinstance(value, list) else [value]
+            if not all(isinstance(source, dict) for source in sources):
+                raise YamlError("yaml-syntax", "'<<' merge needs a mapping or a list of mappings", *_at(mark))
+            top.merged.extend(sources)
+            top.merging, top.key = False, _NO_KEY
+        else:
+            path = top.path + (top.key,)
+            self.doc.keys[path] = _at(top.key_mark)
+            if not built:
+                self.doc.values.setdefault(path, _at(mark))
+            top.value[top.key] = value
+            top.key = _NO_KEY
+        return root
+
+    def scalar(self, event):
+        value = event.value
+        tag = event.tag
+        if tag is None or tag == "!":
+            if not event.implicit[0]:
+                tag = _STR  # quoted or block text: a string, as the resolver says for a non-plain scalar
+            else:
+                tag = _PLAIN_TAGS.get(value)
+                if tag is None:  # keys and common words repeat across files: resolve each text once
+                    tag = self.loader.resolve(ScalarNode, value, event.implicit)
+                    if len(_PLAIN_TAGS) < 20_000:
+                        _PLAIN_TAGS[value] = tag
+        if tag == _STR or tag == _TIMESTAMP:
+            if "\0" in value:
+                raise YamlError("yaml-nul", "a value holds a NUL character (\\0), which no path, command or "
+                                "environment variable can carry", *_at(event.start_mark), hint="remove the \\0")
+            return value  # a string is its text; dates stay text too (specs carry strings, JSON has no dates)
+        if tag == _MERGE:
+            return _MERGE_KEY
+        if tag not in _SCALAR_TAGS:
+            raise YamlError("yaml-unsafe-tag", f"tag {tag!r} is not allowed: amldist loads YAML safely and "
+                            "constructs no objects", *_at(event.start_mark), hint="remove the tag")
+        if "\0" in value:
             raise YamlError("yaml-nul", "a value holds a NUL character (\\0), which no path, command or "
-                            "environment variable can carry", *_mark(node), hint="remove the \\0")
-        if node.tag == _TIMESTAMP:
-            return node.value  # keep the text: specs carry strings, JSON has no dates
-        if node.tag not in _SCALAR_TAGS:
-            self.check_tag(node, _CORE + "str")
-        if node.tag == _CORE + "int" and len(node.value) > MAX_INT_CHARS:
-            raise YamlError("yaml-int-too-long", f"an integer of {len(node.value)} characters (at most "
-                            f"{MAX_INT_CHARS})", *_mark(node), hint="quote it if it is meant as text")
+                            "environment variable can carry", *_at(event.start_mark), hint="remove the \\0")
+        if tag == _CORE + "int" and len(value) > MAX_INT_CHARS:
+            raise YamlError("yaml-int-too-long", f"an integer of {len(value)} characters (at most "
+                            f"{MAX_INT_CHARS})", *_at(event.start_mark), hint="quote it if it is meant as text")
+        node = ScalarNode(tag, value, event.start_mark, event.end_mark, style=event.style)
         try:
             return self.ctor.construct_object(node)
         except ConstructorError as exc:
-            raise YamlError("yaml-syntax", str(exc.problem or exc), *_mark(node)) from None
+            raise YamlError("yaml-syntax", str(exc.problem or exc), *_at(event.start_mark)) from None
         except (ValueError, TypeError, KeyError, AttributeError):  # e.g. `!!int abc`, `!!bool maybe`
-            short = node.tag[len(_CORE):] if node.tag.startswith(_CORE) else node.tag
-            raise YamlError("yaml-bad-value", f"{_shorten(node.value)!r} is not a valid {short}", *_mark(node),
+            short = tag[len(_CORE):] if tag.startswith(_CORE) else tag
+            raise YamlError("yaml-bad-value", f"{_shorten(value)!r} is not a valid {short}", *_at(event.start_mark),
                             hint=f"remove the !!{short} tag or fix the value") from None
 
-    def mapping(self, node, path: Path, depth: int) -> dict:
-        if len(node.value) > MAX_KEYS:
-            raise YamlError("yaml-too-many-keys", f"a mapping with {len(node.value)} keys (at most {MAX_KEYS})",
-                            *_mark(node), hint="split the file; no Azure ML spec needs that many keys")
-        result: dict = {}
-        merged: dict = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                for source in self.merge_sources(value_node, path, depth):
-                    for key, value in source.items():
-                        merged.setdefault(key, value)
-                continue
-            key = self.build(key_node, path + ("<key>",), depth + 1)
-            if isinstance(key, (dict, list)):
-                raise YamlError("yaml-syntax", "a mapping key must be a scalar", *_mark(key_node))
-            if key in result:
-                first = self.doc.keys.get(path + (key,), (0, 0))
-                raise YamlError(
-                    "duplicate-key",
-                    f"duplicate key {key!r} (first at line {first[0]})",
-                    *_mark(key_node),
-                    hint="YAML keeps only one of them; remove or rename the other",
-                )
-            self.doc.keys[path + (key,)] = _mark(key_node)
-            result[key] = self.build(value_node, path + (key,), depth + 1)
-        for key, value in merged.items():
-            result.setdefault(key, value)
-        self.doc.values.pop(path + ("<key>",), None)
-        return result
 
-    def merge_sources(self, node, path: Path, depth: int):
-        value = self.build(node, path, depth + 1)
-        sources = value if isinstance(value, list) else [value]
-        if not all(isinstance(s, dict) for s in sources):
-            raise YamlError("yaml-syntax", "'<<' merge needs a mapping or a list of mappings", *_mark(node))
-        return sources
+_PLAIN_TAGS: dict = {}  # a plain scalar's text -> the tag the resolver gives it (a pure function of the text)
+
+
+class _MergeKey:
+    """The ``<<`` key (YAML's merge key type), told apart from any string key."""
+
+
+_MERGE_KEY = _MergeKey()
 
 
 def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _compose(loader):
-    """The root node of the one document in ``loader``'s event stream (None when empty).
-
-    PyYAML's own composer (and libyaml's, in C) recurses once per nesting level,
-    so ~25,000 nested ``[`` overflow the C stack and kill the process before any
-    Python check runs. This is the same composition as ``yaml.composer.Composer``
-    written as a loop over libyaml's (non-recursive) event stream with an explicit
-    stack, so depth is checked as each collection opens and a deep document stops
-    at ``MAX_DEPTH`` + 1 levels, after reading only that far. Events cost about
-    what composing in C costs (measured on the conformance corpus).
-    """
-    loader.get_event()  # StreamStart
-    if loader.check_event(StreamEndEvent):
-        return None
-    loader.get_event()  # DocumentStart
-    anchors: dict = {}
-    stack: list = []  # open collections, each [node, its mapping key waiting for a value (or None)]
-    root = None
-    while True:
-        event = loader.get_event()
-        if isinstance(event, (SequenceEndEvent, MappingEndEvent)):
-            stack.pop()[0].end_mark = event.end_mark
-        elif isinstance(event, AliasEvent):
-            if event.anchor not in anchors:
-                raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", event.start_mark)
-            root = _attach(stack, anchors[event.anchor], root)
-        else:
-            if event.anchor is not None and event.anchor in anchors:
-                first = anchors[event.anchor].start_mark.line + 1
-                raise YamlError("yaml-syntax", f"duplicate anchor &{_shorten(event.anchor)} (first at line {first})",
-                                event.start_mark.line + 1, event.start_mark.column + 1, hint="rename one of them")
-            if isinstance(event, ScalarEvent):
-                kind, value = ScalarNode, event.value
-            elif len(stack) >= MAX_DEPTH:
-                raise YamlError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels",
-                                event.start_mark.line + 1, event.start_mark.column + 1,
-                                hint="flatten the document; real specs nest a few levels")
-            else:
-                kind, value = (SequenceNode if isinstance(event, SequenceStartEvent) else MappingNode), []
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(kind, event.value if kind is ScalarNode else None, event.implicit)
-            if kind is ScalarNode:
-                node = ScalarNode(tag, value, event.start_mark, event.end_mark, style=event.style)
-            else:
-                node = kind(tag, value, event.start_mark, None, flow_style=event.flow_style)
-            if event.anchor is not None:
-                anchors[event.anchor] = node
-            root = _attach(stack, node, root)
-            if kind is not ScalarNode:
-                stack.append([node, None])
-        if not stack:
-            break
-    loader.get_event()  # DocumentEnd
-    if not loader.check_event(StreamEndEvent):
-        event = loader.get_event()
-        raise ComposerError("expected a single document in the stream", None, "but found another document",
-                            event.start_mark)
-    return root
-
-
-def _attach(stack: list, node, root):
-    """Put ``node`` in the open collection on top of ``stack``; returns the root (``node`` when none is open)."""
-    if not stack:
-        return node
-    top = stack[-1]
-    if isinstance(top[0], SequenceNode):
-        top[0].value.append(node)
-    elif top[1] is None:
-        top[1] = node  # a key: its value comes next
-    else:
-        top[0].value.append((top[1], node))
-        top[1] = None
-    return root
 
 
 def load_yaml(text: str) -> YamlDocument:
@@ -260,10 +299,11 @@ def load_yaml(text: str) -> YamlDocument:
     if len(text) > MAX_CHARS:
         raise YamlError("yaml-too-large", f"the document is {len(text):,} characters long (at most {MAX_CHARS:,})",
                         1, 1, hint="a spec is a few KB; split it or move data out of it")
+    doc = YamlDocument(data=None)
     try:
         loader = _Loader(text)
         try:
-            root = _compose(loader)
+            doc.data = _Builder(loader, doc).run()
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
@@ -276,9 +316,6 @@ def load_yaml(text: str) -> YamlDocument:
         raise YamlError("yaml-syntax", f"YAML syntax error: {problem}", line, col) from None
     except yaml.YAMLError as exc:
         raise YamlError("yaml-syntax", f"YAML error: {exc}") from None
-    doc = YamlDocument(data=None)
-    if root is not None:
-        doc.data = _Builder(doc).build(root, ())
     return doc
 
 
