@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv, flags = global_options.take(sys.argv[1:] if argv is None else list(argv))
-    global_options.apply(flags)
+    global_options.apply(flags, argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

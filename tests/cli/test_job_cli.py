@@ -57,11 +57,20 @@ def test_global_flags_anywhere_and_the_exit_code_table(cli):
 
 def test_azure_identity_is_quiet_unless_debug():
     probe = ("import logging, sys; from amldist.cli import global_options as g; "
-             "g.apply(set(sys.argv[1:])); print(logging.getLogger('azure.identity').getEffectiveLevel())")
-    quiet = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    loud = subprocess.run([sys.executable, "-c", probe, "--debug"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+             "g.apply(set(sys.argv[2:]), sys.argv[1:]); print(logging.getLogger('azure.identity').getEffectiveLevel())")
+    quiet = subprocess.run([sys.executable, "-c", probe, "submit"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+    loud = subprocess.run([sys.executable, "-c", probe, "submit", "--debug"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
     assert int(quiet.stdout) == logging.CRITICAL and int(loud.stdout) == logging.DEBUG
+
+
+def test_validate_leaves_logging_unimported():
+    probe = ("import sys; from amldist.cli.main import main; main(['validate', '-q', sys.argv[1]]); "
+             "print('logging' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe, str(ROOT / "samples" / "mpi" / "job.yml")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
 
 
 def test_only_show_errors_drops_warning_lines():
