@@ -8,7 +8,9 @@ small pure functions so they can be checked without a GPU.
 
 from __future__ import annotations
 
+import atexit
 import datetime
+import gc
 import inspect
 import os
 import sys
@@ -104,14 +106,44 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
     diagnostics.report(env, os.environ, flag=debug)
     parameters = inspect.signature(dist.init_process_group).parameters
     dist.init_process_group(**init_kwargs(parameters, name, timeout, device))
+    # Registered after torch's own import, so it runs before torch's hooks (atexit is LIFO).
+    atexit.unregister(_collect_at_exit)
+    atexit.register(_collect_at_exit)
     _current = env
     return env
 
 
+def _collect_at_exit() -> None:
+    """atexit hook: tear the group down (if the script did not) and free what still refers to it
+    while the interpreter is whole; see destroy()."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_initialized():
+        dist.destroy_process_group()  # no barrier here: a rank may be exiting on an error
+    gc.collect()
+
+
 def destroy() -> None:
-    """Tear the default process group down (if any), so init_distributed() may form a new one."""
+    """Tear the default process group down (if any), so init_distributed() may form a new one.
+
+    The order is what keeps gloo runs from ending in ``terminate called without an active
+    exception`` (SIGABRT, exit -6) on some rank:
+
+    1. ``barrier()``: no rank lets go of the group while another still has collectives in flight;
+    2. ``destroy_process_group()``: the backend's threads are shut down;
+    3. ``gc.collect()`` now, and again at exit (a hook init_distributed() registers): the C++
+       process group and the gloo work it still holds are referenced from Python objects in
+       reference cycles (DistributedDataParallel and its reducer, usually still alive in the
+       caller's frame), so destroy_process_group() alone does not free them. Left to interpreter
+       finalization, freeing them takes the GIL of a half torn-down interpreter and aborts: the
+       failure analysed in pytorch/pytorch PR #179291 (closed unmerged) and issue #190489.
+       Collecting in an atexit hook frees them while Python is still whole.
+
+    Call it once every rank is done, from every rank (it is collective because of the barrier).
+    """
     global _current
     _current = None
     dist = sys.modules.get("torch.distributed")  # never import torch just to find nothing to do
     if dist is not None and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
+    gc.collect()

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 try:
-    from amldist.runtime import init_distributed
+    from amldist.runtime import destroy, init_distributed
 except ImportError:  # the job's code snapshot lacks the runtime
     sys.exit(
         "error: amldist.runtime is not importable; submit with `amldist submit` (it bundles the runtime "
@@ -91,8 +91,7 @@ def main(argv=None) -> int:
         torch.save(model.state_dict(), out / "model.pt")
         (out / "metrics.json").write_text(json.dumps(
             {"accuracy": accuracy, "world_size": env.world_size, "launcher": env.launcher}, indent=2))
-    dist.barrier()
-    dist.destroy_process_group()
+    destroy()  # barrier, tear down, free the group before exit: a safe end for gloo too
     return 0
 
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 try:
-    from amldist.runtime import init_distributed
+    from amldist.runtime import destroy, init_distributed
 except ImportError:  # the job's code snapshot lacks the runtime
     sys.exit(
         "error: amldist.runtime is not importable; submit with `amldist submit` (it bundles the runtime "
@@ -112,8 +112,7 @@ def main(argv=None) -> int:
         metrics = {"loss": history, "world_size": env.world_size, "launcher": env.launcher,
                    "seconds": round(time.time() - started, 3)}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    dist.barrier()
-    dist.destroy_process_group()
+    destroy()  # barrier, tear down, free the group before exit: a safe end for gloo too
     return 0
 
 

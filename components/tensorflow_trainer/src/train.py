@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 try:
-    from amldist.runtime import detect, init_distributed
+    from amldist.runtime import destroy, detect, init_distributed
 except ImportError:  # the job's code snapshot lacks the runtime
     sys.exit(
         "error: amldist.runtime is not importable; submit with `amldist submit` (it bundles the runtime "
@@ -110,8 +110,7 @@ def train_torch(args, env) -> dict:
             print(f"epoch {epoch + 1}/{args.epochs} loss {history[-1]:.4f}", flush=True)
     if env.rank == 0:
         torch.save(model.state_dict(), Path(args.model_dir) / "model.pt")
-    dist.barrier()
-    dist.destroy_process_group()
+    destroy()  # barrier, tear down, free the group before exit: a safe end for gloo too
     return {"loss": history}
 
 
