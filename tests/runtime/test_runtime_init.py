@@ -42,6 +42,7 @@ class FakeTorch:
 
         self.distributed = types.SimpleNamespace(
             is_initialized=lambda: self.initialized, destroy_process_group=destroy_process_group,
+            barrier=lambda: self.calls.append(("barrier",)),
             init_process_group=init_process_group if device_id_supported else old_init_process_group,
         )
 
@@ -126,7 +127,7 @@ def test_destroy_allows_forming_again(fake_torch):
     torch = fake_torch()
     init_distributed()
     destroy()
-    assert ("destroy",) in torch.calls
+    assert torch.calls[-2:] == [("barrier",), ("destroy",)]  # every rank done before the group goes
     init_distributed(backend="gloo")
     assert len(torch.init_calls()) == 2
 
