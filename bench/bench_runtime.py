@@ -3,7 +3,8 @@
 One run, one set of worker processes (torch is imported once per worker, outside the timing),
 then rounds that alternate the two ways of forming the same group (ABBA order, so drift in
 machine load hits both alike). A round: every rank forms a gloo group on a fresh port from the
-same Azure ML PyTorch-style variables, runs the all_reduce calls, and tears the group down; the
+same Azure ML PyTorch-style variables, runs the all_reduce calls, and tears the group down (both
+the same safe way, barrier + destroy_process_group + gc.collect, what ``destroy()`` does); the
 time is the wall clock from the parent's "go" until every rank reported back. Prints the median
 of each and their ratio (the aim is <= 1.05).
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import os
 import socket
 import statistics
@@ -51,8 +53,10 @@ def worker(calls: int) -> None:
         tensor = torch.ones(1024)
         for _ in range(calls):
             dist.all_reduce(tensor)
-        if variant == "direct":
+        if variant == "direct":  # the teardown destroy() does, written out: both sides end alike
+            dist.barrier()
             dist.destroy_process_group()
+            gc.collect()
         else:
             destroy()
         print("done", flush=True)
