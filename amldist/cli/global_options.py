@@ -61,11 +61,11 @@ def add_to(parser) -> None:
 AZURE_COMMANDS = ("submit", "job")
 
 
-def apply(found: set[str], argv=()) -> None:
+def apply(found: set[str], command: str | None = None) -> None:
     """Set the logging for the flags ``found`` (see the module docstring). Without a flag and for a
     command that never reaches Azure (``validate``, ``convert``, ...), logging is left alone (and
     not even imported: it costs the validator's start-up a few milliseconds)."""
-    if not found and not any(word in AZURE_COMMANDS for word in argv):
+    if not found and command not in AZURE_COMMANDS:
         return
     import logging
 

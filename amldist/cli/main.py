@@ -37,12 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv, flags = global_options.take(sys.argv[1:] if argv is None else list(argv))
-    global_options.apply(flags, argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help, --version, usage errors (2)
         return int(exc.code or 0)
+    global_options.apply(flags, getattr(args, "command", None))
     if getattr(args, "print_completion", None):
         return global_options.print_completion(parser, args.print_completion)
     if not getattr(args, "func", None):

@@ -57,7 +57,7 @@ def test_global_flags_anywhere_and_the_exit_code_table(cli):
 
 def test_azure_identity_is_quiet_unless_debug():
     probe = ("import logging, sys; from amldist.cli import global_options as g; "
-             "g.apply(set(sys.argv[2:]), sys.argv[1:]); print(logging.getLogger('azure.identity').getEffectiveLevel())")
+             "g.apply(set(sys.argv[2:]), sys.argv[1]); print(logging.getLogger('azure.identity').getEffectiveLevel())")
     quiet = subprocess.run([sys.executable, "-c", probe, "submit"], cwd=ROOT, capture_output=True, text=True,
                            timeout=60)
     loud = subprocess.run([sys.executable, "-c", probe, "submit", "--debug"], cwd=ROOT, capture_output=True,
