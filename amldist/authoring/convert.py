@@ -41,7 +41,7 @@ from amldist.spec import paths, placeholders
 from amldist.authoring.arguments import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.spec.files import read_bytes
+from amldist.spec.files import read_text
 from amldist.authoring.legacy_builder import (
     ComponentSpecError,
     check_with_validator,
@@ -50,7 +50,7 @@ from amldist.authoring.legacy_builder import (
     v2_port_type,
     validator,
 )
-from amldist.spec import CommandComponent, DistributedComponent, Distribution, Resources, load
+from amldist.spec import CommandComponent, DistributedComponent, Distribution, Resources, loads
 
 V2_COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
 DEFAULT_IMAGE = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04:latest"
@@ -191,9 +191,11 @@ def load_legacy(spec_or_path) -> tuple[DistributedComponent, str | None]:
     path = None
     if isinstance(spec_or_path, (str, os.PathLike)):
         path = os.fspath(spec_or_path)
-        read_bytes(path)  # a missing or special file: its own one-line error, before validation
-        check_file(path, "legacy spec")
-        spec = load(path)
+        text = read_text(path)  # read once; a missing or special file is its own one-line error
+        errors = errors_in(validator().validate_text(text, path, base_dir=os.path.dirname(os.path.abspath(path))))
+        if errors:
+            raise ConversionError(f"{path} is not a valid legacy spec ({len(errors)} error(s))", errors)
+        spec = loads(text, file=path)
     else:
         spec = spec_or_path
     if not isinstance(spec, DistributedComponent):
