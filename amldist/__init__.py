@@ -14,10 +14,12 @@ _LAZY = {
     "distributed_component": "amldist.authoring",
     "convert_legacy": "amldist.authoring.convert",
     "component_to_job": "amldist.authoring.component_job",
-    "load": "amldist.spec",
-    "loads": "amldist.spec",
+    "load": "amldist.model",
+    "loads": "amldist.model",
+    "to_azure": "amldist.azure_sdk",
+    "rest_body": "amldist.azure_sdk",
     "validate_paths": "amldist.validate",
-    "vm_sizes": "amldist.spec.vm_sizes",
+    "vm_sizes": "amldist.rules.vm_sizes",
     "run_local": "amldist.backends.local.pipeline_run",
 }
 

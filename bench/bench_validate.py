@@ -180,8 +180,8 @@ def add_conformance(folder: Path) -> list[tuple[str, str]]:
     if not source.is_dir():
         return []
     sys.path.insert(0, str(ROOT))
-    from amldist.spec.kinds import detect_kind
-    from amldist.spec.yamlio import load_yaml
+    from amldist.model.kinds import detect_kind
+    from amldist.model.yamlio import load_yaml
 
     target = folder / "conformance"
     shutil.copytree(source, target)

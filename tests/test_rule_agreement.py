@@ -13,12 +13,12 @@ import pytest
 import amldist
 from amldist.authoring import BuilderError, BuilderWarning
 from amldist.authoring.arguments import count
-from amldist.spec.code_snapshot import plan_snapshot
+from amldist.azure_sdk.code_snapshot import plan_snapshot
 from amldist.backends.local.plan import code_folder
 from amldist.cli.arguments import count_option
 from amldist.errors import UserError
-from amldist.spec import counts, paths
-from amldist.spec.overrides import cli_path
+from amldist.rules import counts, paths
+from amldist.submit.overrides import cli_path
 from amldist.submit.prepare import SpecInvalid, prepare
 from amldist.validate import validate_text
 

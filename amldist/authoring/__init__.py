@@ -4,7 +4,7 @@
   the VM size (see ``amldist.authoring.builders``);
 - ``distributed_component``: a legacy ``DistributedComponent`` (``amldist.authoring.legacy_builder``).
 
-No azure-ai-ml import here: ``spec.to_azure()`` imports it when asked.
+No azure-ai-ml import here: ``amldist.to_azure(spec)`` imports it when asked.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import os
 import re
 
 from amldist.errors import UserError
-from amldist.spec import counts
+from amldist.rules import counts
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The REST API's pattern for shmSize is "\d+[bBkKmMgG]" and its description asks for a number
@@ -30,7 +30,7 @@ class BuilderError(UserError):
 
 
 def count(field: str, value):
-    """``value`` when it is a valid count for ``field`` (:mod:`amldist.spec.counts`), None when not
+    """``value`` when it is a valid count for ``field`` (:mod:`amldist.rules.counts`), None when not
     given; otherwise a BuilderError naming the field."""
     if value is None:
         return None

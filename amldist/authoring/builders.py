@@ -1,7 +1,7 @@
 """``pytorch_job``, ``mpi_job``, ``tensorflow_job``: ML v2 command jobs for a VM size.
 
-Each returns an ``amldist.spec.CommandJob`` (``.to_yaml()``, ``.save(path)``, ``.to_dict()``,
-``.to_azure()``), already checked: a mistake raises one BuilderError (a UserError) naming the
+Each returns an ``amldist.model.CommandJob`` (``.to_yaml()``, ``.save(path)``, ``.to_dict()``,
+``amldist.to_azure()``), already checked: a mistake raises one BuilderError (a UserError) naming the
 argument, and whatever is returned passes ``amldist validate``. Nothing here imports azure-ai-ml.
 
 Defaults that come from the VM size (``instance_type``, or ``vm_size`` for the nodes of a
@@ -17,8 +17,8 @@ from amldist.authoring import size_defaults
 from amldist.authoring.arguments import BuilderError
 from amldist.authoring.legacy_builder import first_validation_error
 from amldist.authoring.size_defaults import BuilderWarning
-from amldist.spec.command_checks import command_findings
-from amldist.spec.model import CommandJob, Distribution, Limits, Resources
+from amldist.rules.command_checks import command_findings
+from amldist.model.specs import CommandJob, Distribution, Limits, Resources
 
 COMMAND_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 
@@ -52,7 +52,7 @@ _COMMON_DOC = """
 
 
 def _check_command(command: str, inputs, outputs) -> None:
-    """The command against the declared ports (:mod:`amldist.spec.command_checks`, validate's rule):
+    """The command against the declared ports (:mod:`amldist.rules.command_checks`, validate's rule):
     the first error raises, warnings are Python warnings."""
     for found in command_findings(command, inputs or {}, outputs or {}):
         if found.severity == "error":

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import re
 
-from amldist.spec import placeholders
+from amldist.rules import placeholders
 from amldist.authoring.arguments import DATA_TYPES, count
 from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy
 from amldist.errors import UserError
-from amldist.spec import paths
-from amldist.spec.booleans import is_optional
-from amldist.spec import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
+from amldist.rules import paths
+from amldist.rules.booleans import is_optional
+from amldist.model import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 

@@ -4,7 +4,7 @@ Mapping (``convert_legacy``), with the choices the issue left open:
 
 - ``launcher.type`` torch.distributed -> ``distribution.type: pytorch``, mpi -> ``mpi``;
   ``launcher.additional_arguments`` -> ``command`` with ``{inputs.x}`` -> ``${{inputs.x}}`` and
-  ``[ ... ]`` -> ``$[[ ... ]]`` (``amldist.spec.placeholders``).
+  ``[ ... ]`` -> ``$[[ ... ]]`` (``amldist.rules.placeholders``).
 - Input types (case-insensitive): path, AnyDirectory and any other ``*Directory`` -> uri_folder;
   AnyFile and any other ``*File`` -> uri_file; a list -> uri_folder unless every entry is a file type;
   String -> string, Integer/int -> integer, Float/double -> number, Boolean -> boolean, Enum -> string
@@ -37,11 +37,11 @@ import posixpath
 import re
 import warnings
 
-from amldist.spec import paths, placeholders
+from amldist.rules import paths, placeholders
 from amldist.authoring.arguments import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.spec.files import read_text
+from amldist.model.files import read_text
 from amldist.authoring.legacy_builder import (
     ComponentSpecError,
     check_with_validator,
@@ -50,7 +50,7 @@ from amldist.authoring.legacy_builder import (
     v2_port_type,
     validator,
 )
-from amldist.spec import CommandComponent, DistributedComponent, Distribution, Resources, loads
+from amldist.model import CommandComponent, DistributedComponent, Distribution, Resources, loads
 
 V2_COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
 DEFAULT_IMAGE = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04:latest"
@@ -140,7 +140,7 @@ def _environment(env, code: str, base_dir: str):
         out["conda_file"] = _join(code, conda["conda_dependencies_file"])
     elif conda.get("pip_requirements_file"):
         path = os.path.join(base_dir, _join(code, conda["pip_requirements_file"]))
-        from amldist.spec.files import FileProblem, read_text
+        from amldist.model.files import FileProblem, read_text
 
         try:  # only a regular file, of bounded size (a FIFO or /dev/zero here would hang the conversion)
             lines = read_text(path).splitlines()
@@ -162,9 +162,9 @@ def _additional_includes(path: str | None) -> list | None:
     includes = os.path.splitext(path)[0] + ".additional_includes"
     if not os.path.isfile(includes):
         return None
-    from amldist.spec import YamlError, load_yaml
+    from amldist.model import YamlError, load_yaml
 
-    from amldist.spec.files import read_text
+    from amldist.model.files import read_text
 
     text = read_text(includes)
     try:

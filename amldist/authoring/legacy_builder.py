@@ -2,7 +2,7 @@
 
 The legacy spec (``type: DistributedComponent``) is what the old Component SDK and azure-ai-ml's
 internal components read: the command lives in ``launcher.additional_arguments`` with
-``{inputs.x}`` placeholders and ``[ ... ]`` optional groups (see ``amldist.spec.placeholders``).
+``{inputs.x}`` placeholders and ``[ ... ]`` optional groups (see ``amldist.rules.placeholders``).
 
 Checked here, each with one UserError naming the input and what to do:
 - the launcher is ``torch.distributed`` or ``mpi`` (the old SDK silently ran anything else as mpi);
@@ -15,10 +15,10 @@ Checked here, each with one UserError naming the input and what to do:
 
 from __future__ import annotations
 
-from amldist.spec.command_checks import command_findings
+from amldist.rules.command_checks import command_findings
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.spec.model import DistributedComponent, Launcher
+from amldist.model.specs import DistributedComponent, Launcher
 
 LEGACY_SCHEMA = "https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json"
 LAUNCHERS = ("torch.distributed", "mpi")
@@ -47,7 +47,7 @@ def normalize_launcher(value) -> str:
 
 def command_problems(command: str, inputs: dict | None, outputs: dict | None) -> list[tuple[str, str, str]]:
     """(code, message, hint) for each error of a legacy command against the declared ports
-    (:mod:`amldist.spec.command_checks`, the validator's rule)."""
+    (:mod:`amldist.rules.command_checks`, the validator's rule)."""
     return [(f.code, f"command: {f.without_position()}", f.hint)
             for f in command_findings(command, inputs or {}, outputs or {}, legacy=True) if f.severity == "error"]
 

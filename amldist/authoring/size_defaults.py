@@ -26,8 +26,8 @@ a "failed to resolve UCX endpoint" error, not for speed), ``NCCL_DEBUG`` (a logg
 
 from __future__ import annotations
 
-from amldist.spec import vm_sizes
-from amldist.spec.size_findings import size_findings
+from amldist.rules import vm_sizes
+from amldist.rules.size_findings import size_findings
 from amldist.authoring.arguments import BuilderError
 
 GPU_INFINIBAND_ENV = {
@@ -93,7 +93,7 @@ def resolve_size(instance_type, vm_size):
 
 
 def processes_per_node(size, given, distribution_type: str):
-    """``given``, checked against the size's GPUs (:mod:`amldist.spec.size_findings`), or the
+    """``given``, checked against the size's GPUs (:mod:`amldist.rules.size_findings`), or the
     default: one process per GPU; 1 on CPU sizes, on sizes whose GPU count is unknown and without a size.
     """
     if given is None:

@@ -10,13 +10,13 @@ NAMES = ("validate", "vm_sizes", "convert", "submit", "job")
 
 
 def count_option(field: str):
-    """argparse ``type=`` for the count called ``field`` (:mod:`amldist.spec.counts`): the same rule
+    """argparse ``type=`` for the count called ``field`` (:mod:`amldist.rules.counts`): the same rule
     as in a spec, a usage error (exit 2) otherwise."""
 
     def parse(text: str) -> int:
         import argparse
 
-        from amldist.spec import counts
+        from amldist.rules import counts
 
         minimum, maximum = counts.limits(field)
         try:

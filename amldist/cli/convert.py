@@ -80,7 +80,7 @@ def run(args) -> int:
 def _check_output(out: str, force: bool) -> None:
     """Refuse OUT before converting: an existing one without --force, or anything but a regular file."""
     from amldist.errors import UserError
-    from amldist.spec.files import kind_of
+    from amldist.model.files import kind_of
 
     try:
         mode = os.stat(out).st_mode
@@ -101,6 +101,6 @@ def _check_output(out: str, force: bool) -> None:
 
 def _write(path: str, text: str) -> None:
     """Replace ``path`` in one step (``spec.files.write_atomic``: never half a spec, the mode kept)."""
-    from amldist.spec.files import write_atomic
+    from amldist.model.files import write_atomic
 
     write_atomic(path, text)

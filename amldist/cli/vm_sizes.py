@@ -51,7 +51,7 @@ def format_table(sizes) -> str:
 
 
 def run(args) -> int:
-    from amldist.spec import vm_sizes
+    from amldist.rules import vm_sizes
     from amldist.errors import UserError
 
     if args.names:

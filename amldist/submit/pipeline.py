@@ -18,7 +18,7 @@ once, and hands a backend a :class:`PreparedPipeline` whose :class:`PipelineGrap
 A node amldist cannot run on this machine (spark, parallel, sweep, data transfer, import, automl,
 control flow, a registered ``azureml:`` component) is kept with ``local_problem`` saying why: the
 local backend refuses the pipeline before anything starts, the Azure backend sends it as written.
-:meth:`Node.to_job` builds the :class:`~amldist.spec.CommandJob` a step runs once the places of
+:meth:`Node.to_job` builds the :class:`~amldist.model.CommandJob` a step runs once the places of
 its upstream outputs are known, through the same conversion single components use
 (:func:`amldist.authoring.component_job.component_to_job`).
 """
@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass, field
 
 from amldist.errors import UserError
-from amldist.spec import paths
-from amldist.spec.overrides import PATH_INPUT_TYPES, is_path_input
+from amldist.rules import paths
+from amldist.submit.overrides import PATH_INPUT_TYPES, is_path_input
 
 _BINDING = re.compile(r"^\s*\$\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}\s*$")
 _ANY_BINDING = re.compile(r"\$\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}")
@@ -71,7 +71,7 @@ class Node:
         """The command job this step runs; ``places[OutputRef]`` is ``(path, type)`` of each upstream
         output it reads (where the backend puts that output)."""
         from amldist.authoring.component_job import component_to_job
-        from amldist.spec import from_data
+        from amldist.model import from_data
 
         if self.local_problem:
             raise UserError(f"step {self.name}: {self.local_problem}")
@@ -118,7 +118,7 @@ class PipelineGraph:
 class PreparedPipeline:
     """What ``prepare`` returns for a pipeline job: the edited, validated spec and its graph."""
 
-    job: object  # the amldist.spec PipelineJob after --set/--input (sent to Azure as such)
+    job: object  # the amldist.model PipelineJob after --set/--input (sent to Azure as such)
     graph: PipelineGraph
     source: str
     base_dir: str
@@ -129,8 +129,9 @@ def prepare_pipeline(file: str, doc, text: str, *, sets=(), inputs=(), cwd: str,
                      instance_count=None, process_count_per_instance=None) -> PreparedPipeline:
     """``prepare`` for a pipeline job: overrides, one validation, the graph (see the module docstring).
     ``check(file, diagnostics, kept)`` is prepare's own rule: raise on an error, keep the warnings."""
-    from amldist.spec import from_data, overrides
-    from amldist.spec.kinds import PIPELINE_JOB
+    from amldist.model import from_data
+    from amldist.submit import overrides
+    from amldist.model.kinds import PIPELINE_JOB
     from amldist.validate import validate_data
 
     if instance_count is not None or process_count_per_instance is not None:
@@ -221,7 +222,7 @@ def _resolve_jobs(jobs: dict, parent_inputs: dict, base_dir: str, file: str, pre
 
 def _nested(qualified, ref, values, base_dir, where, depth):
     """The steps of a nested pipeline component, with the node's inputs as its parent inputs."""
-    from amldist.spec import read_document
+    from amldist.model import read_document
 
     if depth >= MAX_DEPTH:
         raise UserError(f"{where}: pipeline components nested more than {MAX_DEPTH} deep")
@@ -251,7 +252,7 @@ def _declared_outputs(item: Node) -> None:
     """A component step writes every output its component declares, bound or not."""
     spec = item.component
     if isinstance(spec, str):
-        from amldist.spec import read_document
+        from amldist.model import read_document
 
         try:
             _, doc = read_document(spec)

@@ -5,7 +5,7 @@ What FILE may be, and where each option applies:
 - a v2 **command job**: ``--set`` and ``--input`` apply to the loaded document (the YAML as
   written, positions kept), then ``--instance-count`` / ``--process-count-per-instance`` (they
   win over ``--set``, being the more specific options); the result is validated once, with
-  positions from the file, and becomes one :class:`~amldist.spec.CommandJob`;
+  positions from the file, and becomes one :class:`~amldist.model.CommandJob`;
 - a v2 **command component** or a legacy **DistributedComponent**: the file is validated once,
   as written, and the typed spec is turned into a typed job by
   :func:`amldist.authoring.component_job.component_to_job` (the options give what a pipeline's
@@ -28,7 +28,8 @@ import os
 
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.spec import counts, overrides
+from amldist.rules import counts
+from amldist.submit import overrides
 from amldist.submit.prepared import Prepared
 
 
@@ -45,8 +46,8 @@ class SpecInvalid(UserError):
 def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
             process_count_per_instance: int | None = None, cwd: str | None = None) -> Prepared:
     """The job ``amldist submit`` would run for ``path`` and these options (see the module docstring)."""
-    from amldist.spec import from_data, read_document
-    from amldist.spec.kinds import COMMAND_JOB, PIPELINE_JOB, detect_kind
+    from amldist.model import from_data, read_document
+    from amldist.model.kinds import COMMAND_JOB, PIPELINE_JOB, detect_kind
     from amldist.validate import validate_data
 
     cwd = cwd or os.getcwd()
@@ -95,7 +96,7 @@ def _check(file: str, diagnostics: list, kept: list) -> None:
 
 def _apply_counts(data: dict, instance_count, process_count, file: str) -> None:
     """Set the count options in ``data`` (prepare's own copy, changed in place)."""
-    from amldist.spec.kinds import distribution_kind
+    from amldist.model.kinds import distribution_kind
 
     if instance_count is not None:
         resources = data.get("resources")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amldist.spec import CommandJob
+    from amldist.model import CommandJob
 
 
 @dataclass
@@ -42,7 +42,7 @@ class SubmitOptions:
 class Prepared:
     """A job after overrides, conversion and validation: ready for a backend."""
 
-    job: CommandJob  # amldist.spec model; never a component or legacy spec at this point
+    job: CommandJob  # amldist.model model; never a component or legacy spec at this point
     source: str  # the YAML file it came from (as given on the command line)
     base_dir: str  # absolute folder that relative paths (code:, input paths) resolve against
     warnings: list = field(default_factory=list)  # validator Diagnostics of severity warning/note

@@ -1,14 +1,14 @@
 """Placeholders and optional groups in commands, reported at their field and position.
 
-The rule itself is :mod:`amldist.spec.command_checks` (the builders and convert use it too);
+The rule itself is :mod:`amldist.rules.command_checks` (the builders and convert use it too);
 this module places each finding at the command's field, and at the reference inside the
 command when the file's text is known.
 """
 
 from __future__ import annotations
 
-from amldist.spec.command_checks import command_findings
-from amldist.spec.field_paths import field_path
+from amldist.rules.command_checks import command_findings
+from amldist.model.field_paths import field_path
 
 
 def check_command(ctx, path, command, inputs: dict | None, outputs: dict | None, *, legacy: bool = False) -> None:

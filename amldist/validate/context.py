@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from amldist.diagnostics import Diagnostic
-from amldist.spec.field_paths import field_path
+from amldist.model.field_paths import field_path
 
 
 class Context:

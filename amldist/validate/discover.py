@@ -12,7 +12,7 @@ Each file is validated once even when several arguments reach it.
 Neither a folder walk nor ``**`` follows symlinked folders (a link to ``..``
 would make the walk endless: ``glob.glob`` takes exponential time on one). A
 FIFO, device or socket named ``*.yml`` is listed like any file and refused by
-name when it is read (``amldist.spec.files``), never opened.
+name when it is read (``amldist.model.files``), never opened.
 """
 
 from __future__ import annotations

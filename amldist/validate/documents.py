@@ -1,6 +1,6 @@
 """A spec file as the validator reads it: text, then YAML with positions, never raising.
 
-Unlike :func:`amldist.spec.read_document` (which raises one UserError for the command that
+Unlike :func:`amldist.model.read_document` (which raises one UserError for the command that
 loads a spec), every problem here becomes a value the validator reports as a diagnostic, and a
 file is read and parsed once per process (a component that a pipeline references and that is
 validated itself).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from amldist.diagnostics import ERROR, Diagnostic
-from amldist.spec.yamlio import YamlError, load_yaml
+from amldist.model.yamlio import YamlError, load_yaml
 
 
 def parse(text: str):
@@ -52,7 +52,7 @@ def file_text(path: str):
 
     ``spec.files.read_text`` reads it: only a regular file, of a bounded size.
     """
-    from amldist.spec.files import FileProblem, read_text as read_regular
+    from amldist.model.files import FileProblem, read_text as read_regular
 
     try:
         return read_regular(path), None

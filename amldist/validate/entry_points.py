@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from amldist.diagnostics import ERROR, NOTE, Diagnostic
-from amldist.spec.kinds import DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT, PIPELINE_JOB, detect_kind, recognise
+from amldist.model.kinds import DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT, PIPELINE_JOB, detect_kind, recognise
 from amldist.validate import command_rules, rules, schema_check, templates
 from amldist.validate.context import Context
 from amldist.validate.documents import cached_document, parse
@@ -106,7 +106,7 @@ def _rules(ctx, kind: str, data: dict) -> None:
 
 
 def validate_spec(spec) -> list[Diagnostic]:
-    """Diagnostics for a model object (``amldist.spec``); positions are 0:0."""
+    """Diagnostics for a model object (``amldist.model``); positions are 0:0."""
     name = getattr(spec, "name", None) or type(spec).__name__
     return validate_data(spec.to_dict(), f"<{name}>", kind=getattr(spec, "kind", None))
 

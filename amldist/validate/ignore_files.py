@@ -1,6 +1,6 @@
 """Which found files ``amldist validate`` leaves out: ``--exclude`` patterns and ignore files.
 
-Both use ``.gitignore`` syntax, read and matched by :mod:`amldist.spec.ignore_files` (``pathspec``,
+Both use ``.gitignore`` syntax, read and matched by :mod:`amldist.rules.ignore_files` (``pathspec``,
 imported only when there is a pattern to match, so ``amldist validate one.yaml`` does not pay for it).
 
 - ``--exclude GLOB`` (repeatable) is matched against each found file's path relative to the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from amldist.spec.ignore_files import read_lines, spec_from_lines
+from amldist.rules.ignore_files import read_lines, spec_from_lines
 
 IGNORE_FILES = (".gitignore", ".amlignore")
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import os
 import re
 
-from amldist.spec.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
+from amldist.model.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
                                  distribution_kind, recognise)
 from amldist.diagnostics import ERROR, WARNING
 from amldist.validate import command_rules, rules, templates
-from amldist.spec.suggestions import suggest
+from amldist.rules.suggestions import suggest
 
 _CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
 _INTERFACE_KINDS = (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT)

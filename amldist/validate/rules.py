@@ -3,7 +3,7 @@
 - placeholders and optional groups: see ``command_rules.py``;
 - ``too-many-processes``, ``no-infiniband`` and ``infiniband-disabled``: what
   ``resources.instance_type`` says about the counts, the builders' rule
-  (:mod:`amldist.spec.size_findings`);
+  (:mod:`amldist.rules.size_findings`);
 - ``missing-code`` / ``missing-environment-file`` (warnings): a local ``code:``
   folder, ``file:`` environment, ``conda_file`` or ``build.path`` that does not
   exist relative to the spec's folder (remote and ``azureml:`` references are
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 
 from amldist.diagnostics import ERROR, WARNING
-from amldist.spec import paths
-from amldist.spec.field_paths import field_path
+from amldist.rules import paths
+from amldist.model.field_paths import field_path
 
 _GPU_DISTRIBUTIONS = ("pytorch", "mpi")
 
@@ -45,15 +45,15 @@ def _count(value):
 
 
 def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=None, environment_variables=None) -> None:
-    """Size rules for one job, component or node (:mod:`amldist.spec.size_findings`, the builders'
+    """Size rules for one job, component or node (:mod:`amldist.rules.size_findings`, the builders'
     rule too); ``origin`` maps a key to where it came from."""
     if not isinstance(resources, dict):
         return
     instance_type = resources.get("instance_type")
     if not isinstance(instance_type, str) or not instance_type:
         return
-    from amldist.spec import vm_sizes
-    from amldist.spec.size_findings import size_findings
+    from amldist.rules import vm_sizes
+    from amldist.rules.size_findings import size_findings
 
     dist = distribution if isinstance(distribution, dict) else {}
     where = origin or {}
@@ -71,7 +71,7 @@ def check_sizes(ctx, distribution, resources, *, dist_path, res_path, origin=Non
 # ---- local files ----
 
 def local_file(ctx, ref):
-    """The absolute path a local reference names (:mod:`amldist.spec.paths`), else None."""
+    """The absolute path a local reference names (:mod:`amldist.rules.paths`), else None."""
     if ctx.base_dir is None or not paths.is_local(ref):
         return None
     return paths.local_path(ref, ctx.base_dir)

@@ -16,9 +16,9 @@ Choices made here:
 from __future__ import annotations
 
 from amldist.diagnostics import ERROR, WARNING, Diagnostic
-from amldist.spec.field_paths import field_path
-from amldist.spec.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT
-from amldist.spec.suggestions import suggest
+from amldist.model.field_paths import field_path
+from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT
+from amldist.rules.suggestions import suggest
 from amldist.validate.schema_store import HINT, MISPLACED, UNKNOWN_KEYS
 from amldist.validate.schema_wording import CODES, choices, describe, show, words_of
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from amldist.diagnostics import ERROR, WARNING
-from amldist.spec.field_paths import field_path
+from amldist.model.field_paths import field_path
 
 _ANGLE = re.compile(r"^\s*(?:azureml:)?\s*<[^<>]*>\s*$", re.IGNORECASE)  # <name>, azureml:<name>
 _YOUR = re.compile(r"(?:^|[\s_-])your[\s_-]+[a-z]", re.IGNORECASE)  # a key such as "your environment name"

@@ -18,11 +18,11 @@ ENV = "azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest"
 
 prep = command(command="python prep.py ${{outputs.data}}", code=SRC, environment=ENV,
                outputs={"data": Output(type="uri_folder")})
-train = amldist.pytorch_job(
+train = amldist.to_azure(amldist.pytorch_job(
     command="python train.py --data ${{inputs.data}} --model ${{outputs.model}}", code=SRC, environment=ENV,
     inputs={"data": {"type": "uri_folder", "path": SRC}}, outputs={"model": {"type": "uri_folder"}},
     instance_count=2, process_count_per_instance=2,
-).to_azure()
+))
 evaluate = command(command="python evaluate.py ${{inputs.model}}", code=SRC, environment=ENV,
                    inputs={"model": {"type": "uri_folder"}})
 

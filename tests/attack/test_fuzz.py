@@ -16,7 +16,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amldist import spec
+from amldist import model as spec
 from amldist.diagnostics import Diagnostic
 from amldist.errors import UserError
 from amldist.validate import validate_text

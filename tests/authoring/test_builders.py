@@ -8,7 +8,7 @@ import pytest
 import amldist
 from amldist.authoring import BuilderError, BuilderWarning, NoInfiniBandWarning, UnknownGpuCountWarning
 from amldist.errors import UserError
-from amldist.spec import CommandJob, loads
+from amldist.model import CommandJob, loads
 from tests.authoring.cases import CASES, ENV, build, python_output
 
 IB_GPU_VARS = {
@@ -55,7 +55,7 @@ def test_top_level_api_is_the_builders_module():
 
 def test_builders_do_not_import_azure():
     code = (
-        "import sys, amldist, amldist.spec.azure_sdk, amldist.spec.vm_sizes, amldist.cli.vm_sizes\n"
+        "import sys, amldist, amldist.azure_sdk.entities, amldist.rules.vm_sizes, amldist.cli.vm_sizes\n"
         "amldist.pytorch_job(command='python t.py', environment='azureml:e@latest',"
         " instance_type='Standard_ND96isr_H100_v5', instance_count=2)\n"
         "print([m for m in sys.modules if m.split('.')[0] in ('azure', 'torch', 'jsonschema')])"
@@ -347,7 +347,7 @@ def test_a_saved_builder_job_passes_the_validate_command(cli, tmp_path):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from amldist.spec import vm_sizes  # noqa: E402
+from amldist.rules import vm_sizes  # noqa: E402
 
 _SIZES = st.one_of(
     st.none(), st.sampled_from([s.name for s in vm_sizes.all_sizes()]),

@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from amldist.spec import placeholders
+from amldist.rules import placeholders
 from amldist.authoring.convert import (
     DEFAULT_IMAGE,
     TIMEOUT_TAG,
@@ -17,7 +17,7 @@ from amldist.authoring.convert import (
 from amldist.authoring.component_job import component_to_job
 from amldist.errors import UserError
 from amldist.authoring.legacy_builder import ComponentSpecError, v2_port_type
-from amldist.spec import CommandComponent, DistributedComponent, Launcher
+from amldist.model import CommandComponent, DistributedComponent, Launcher
 from tests.conftest import conformance_files
 
 LEGACY = conformance_files("valid/legacy")
@@ -213,7 +213,7 @@ def test_additional_includes_file(tmp_path):
 
 @pytest.mark.parametrize("path", LEGACY, ids=lambda p: p.name)
 def test_conformance_legacy_files_keep_their_references(path):
-    from amldist.spec import load
+    from amldist.model import load
 
     source = load(path)
     component = convert_legacy(str(path))

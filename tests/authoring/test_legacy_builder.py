@@ -2,10 +2,10 @@
 
 import pytest
 
-from amldist import spec
+from amldist import model as spec
 from amldist.errors import UserError
 from amldist.authoring.legacy_builder import LEGACY_SCHEMA, ComponentSpecError, distributed_component, validator
-from amldist.spec.yamlio import load_yaml
+from amldist.model.yamlio import load_yaml
 
 COMMAND = "python train.py --data {inputs.data} [--lr {inputs.lr}] --epochs {inputs.epochs} --out {outputs.model}"
 INPUTS = {

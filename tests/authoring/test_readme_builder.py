@@ -39,7 +39,7 @@ def test_the_builder_example_runs_and_its_yaml_is_what_az_ml_loads(tmp_path, mon
     loaded = ml.load_job(source=str(tmp_path / "job.yaml"))
     result = loaded._validate()
     assert result.passed, result.error_messages
-    entity = job.to_azure()
+    entity = amldist.to_azure(job)
     ours, theirs = entity._to_dict(), loaded._to_dict()
     # the one difference: to_azure() uploads a snapshot of ./src with amldist/runtime/ added
     assert os.path.isfile(os.path.join(entity.code, "amldist", "runtime", "__init__.py"))

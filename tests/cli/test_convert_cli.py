@@ -6,8 +6,8 @@ import pytest
 
 from amldist.cli.convert import HEADER
 from amldist.authoring.convert import convert_legacy
-from amldist.spec import load, loads
-from amldist.spec.yamlio import load_yaml
+from amldist.model import load, loads
+from amldist.model.yamlio import load_yaml
 
 LEGACY_TEXT = """\
 $schema: https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json

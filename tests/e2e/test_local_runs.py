@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from amldist.submit.prepared import SubmitOptions
-from amldist.spec.code_snapshot import build_snapshot
+from amldist.azure_sdk.code_snapshot import build_snapshot
 from amldist.backends.local.backend import LocalBackend
 from amldist.backends.local.plan import plan
 from amldist.backends.local.supervisor import launch

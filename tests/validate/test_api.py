@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from amldist.errors import UserError
-from amldist.spec import loads
+from amldist.model import loads
 from amldist.validate import validate_file, validate_paths, validate_spec
 from tests.validate.helpers import FIXTURES
 

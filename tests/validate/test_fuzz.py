@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amldist.diagnostics import Diagnostic
-from amldist.spec.yamlio import dump_yaml
+from amldist.model.yamlio import dump_yaml
 from amldist.validate import validate_file, validate_text
 from tests.conftest import conformance_files
 from tests.validate.helpers import fixture_files, run_cli

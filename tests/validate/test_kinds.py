@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from amldist.diagnostics import ERROR, NOTE, WARNING
-from amldist.spec.kinds import VALIDATED, detect_kind, recognise
+from amldist.model.kinds import VALIDATED, detect_kind, recognise
 from amldist.validate import validate_file
 
 HERE = pathlib.Path(__file__).parent / "fixtures" / "kinds"

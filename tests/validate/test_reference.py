@@ -19,8 +19,8 @@ from referencing import Registry as RefRegistry
 from referencing import Resource
 from referencing.jsonschema import DRAFT202012
 
-from amldist.spec.kinds import detect_kind
-from amldist.spec.yamlio import load_yaml
+from amldist.model.kinds import detect_kind
+from amldist.model.yamlio import load_yaml
 from amldist.validate import schema_store
 from amldist.validate.schema_check import check, json_values
 from tests.conftest import conformance_files

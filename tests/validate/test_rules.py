@@ -245,7 +245,7 @@ def test_validate_data_reports_at_0_0_and_detects_the_kind():
 # ---- the regex fast path finds what the full parser finds ----
 
 def _full(command, legacy):
-    from amldist.spec import placeholders as ph
+    from amldist.rules import placeholders as ph
 
     try:
         return [(r.source, r.name, r.start, r.end, r.in_group)
@@ -257,7 +257,7 @@ def _full(command, legacy):
 def test_fast_path_agrees_with_the_placeholder_parser():
     import random
 
-    from amldist.spec.command_checks import fast_references
+    from amldist.rules.command_checks import fast_references
 
     pieces = ["${{inputs.a}}", "${{ outputs.b }}", "{inputs.c}", "{outputs.d}", "${{inputs.}}", "{inputs.",
               "$[[", "]]", "[", "]", " --x ", "${{parent.inputs.p}}", "'", "\n", "${{inputs.9x}}", "{inputs.e_1}",

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from amldist.spec.field_paths import field_path
-from amldist.spec.suggestions import suggest
+from amldist.model.field_paths import field_path
+from amldist.rules.suggestions import suggest
 from amldist.validate import schema_store, validate_text
 from amldist.validate.schema_errors import DROPS, LEGACY_TOP, SENDS
 from amldist.validate.schema_wording import words_of

@@ -2,14 +2,14 @@
 
 - ``plan``: pure (no credentials, no network, nothing written): the workspace (from the flags,
   ``AZUREML_ARM_*`` or ``config.json``; a plan without one is still printable), the code
-  snapshot's files (:func:`amldist.spec.code_snapshot.plan_snapshot`: the user's files
+  snapshot's files (:func:`amldist.azure_sdk.code_snapshot.plan_snapshot`: the user's files
   plus ``amldist/runtime/``), and the REST body azure-ai-ml will PUT
-  (:func:`amldist.spec.azure_sdk.rest_body`). Its ``codeId`` names the snapshot that is
+  (:func:`amldist.azure_sdk.entities.rest_body`). Its ``codeId`` names the snapshot that is
   uploaded, not the local folder: the real id exists only after the upload.
 - ``describe``: that plan as one JSON object (``workspace``, ``code_snapshot``, ``warnings``,
   ``request``), secret-looking values masked; what ``--dry-run`` prints.
 - ``run``: writes exactly the planned snapshot into a temporary folder, turns the planned job
-  into its azure-ai-ml entity (:func:`amldist.spec.azure_sdk.to_azure`) and sends it with
+  into its azure-ai-ml entity (:func:`amldist.azure_sdk.entities.to_azure`) and sends it with
   ``MLClient(DefaultAzureCredential(), ...).jobs.create_or_update(job)``. Prints
   ``job: NAME`` and ``studio: URL`` on stdout; with ``--stream``, follows the logs
   with ``ml_client.jobs.stream(name)`` and exits 1 when the job fails.
@@ -29,7 +29,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from amldist.spec.code_snapshot import SnapshotPlan
+from amldist.azure_sdk.code_snapshot import SnapshotPlan
 from amldist.backends.azureml.workspace import Workspace
 from amldist.errors import UserError
 from amldist.submit.prepared import Prepared, SubmitOptions
@@ -48,7 +48,7 @@ def _warn(message: str) -> None:
 class AzurePlan:
     """Everything a submission will do; ``run`` acts on this and nothing else."""
 
-    job: object  # the amldist.spec CommandJob to send (a copy, named by --name)
+    job: object  # the amldist.model CommandJob to send (a copy, named by --name)
     base_dir: str  # where the job's relative paths resolve
     workspace: Workspace | None  # None: not configured; ``workspace_problem`` says why
     workspace_problem: UserError | None
@@ -74,9 +74,9 @@ class AzureMLBackend:
 
     # --- what will be sent (pure) -------------------------------------------------------------
     def plan(self, prepared: Prepared, options: SubmitOptions) -> AzurePlan:
-        from amldist.spec.code_snapshot import plan_snapshot
+        from amldist.azure_sdk.code_snapshot import plan_snapshot
         from amldist.backends.azureml.workspace import require_workspace
-        from amldist.spec.azure_sdk import rest_body
+        from amldist.azure_sdk.entities import rest_body
 
         if hasattr(prepared, "graph"):  # a pipeline: amldist.backends.azureml.pipeline
             from amldist.backends.azureml import pipeline
@@ -103,7 +103,7 @@ class AzureMLBackend:
                          list(snapshot.warnings))
 
     def describe(self, plan: AzurePlan) -> str:
-        from amldist.spec.secrets import mask_tree
+        from amldist.rules.secrets import mask_tree
 
         if not isinstance(plan, AzurePlan):
             from amldist.backends.azureml.pipeline import describe_pipeline
@@ -127,8 +127,8 @@ class AzureMLBackend:
 
     # --- sending it (the only step that acts) -------------------------------------------------
     def run(self, plan: AzurePlan) -> int:
-        from amldist.spec.code_snapshot import materialized
-        from amldist.spec.azure_sdk import to_azure
+        from amldist.azure_sdk.code_snapshot import materialized
+        from amldist.azure_sdk.entities import to_azure
 
         if plan.workspace is None:
             raise plan.workspace_problem

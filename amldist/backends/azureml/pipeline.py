@@ -2,7 +2,7 @@
 
 Every step that runs a distributed command (its own ``distribution``, or its component's, or a
 legacy component's ``launcher``) gets ``amldist/runtime/`` in its code snapshot, exactly as a
-single job does (:func:`amldist.spec.code_snapshot.plan_snapshot`): the step's component
+single job does (:func:`amldist.azure_sdk.code_snapshot.plan_snapshot`): the step's component
 is written inline into the pipeline sent (a legacy spec converted to its v2 equivalent), with
 ``code:`` pointing at a temporary snapshot that holds the user's files plus the shim. The user's
 folders and files are only read; steps without a distribution are sent as written.
@@ -27,10 +27,10 @@ import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from amldist.spec.code_snapshot import SnapshotPlan, materialized, plan_snapshot
+from amldist.azure_sdk.code_snapshot import SnapshotPlan, materialized, plan_snapshot
 from amldist.backends.azureml.workspace import Workspace, require_workspace
 from amldist.errors import UserError
-from amldist.spec import paths
+from amldist.rules import paths
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import SubmitOptions
 
@@ -62,8 +62,8 @@ def _component_of(node: dict, base_dir: str):
         return copy.deepcopy(ref), base_dir
     if not isinstance(ref, str) or not paths.is_local(ref):
         return None, None
-    from amldist.spec import load
-    from amldist.spec.model import DistributedComponent
+    from amldist.model import load
+    from amldist.model.specs import DistributedComponent
 
     path = paths.local_path(ref, base_dir)
     spec = load(path)
@@ -111,8 +111,8 @@ def bundle_steps(data: dict, base_dir: str) -> tuple[dict, list[BundledStep], li
 def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ, cwd: str) -> AzurePipelinePlan:
     import logging
 
-    from amldist.spec import from_data
-    from amldist.spec.azure_sdk import rest_body
+    from amldist.model import from_data
+    from amldist.azure_sdk.entities import rest_body
 
     # azure-ai-ml logs "This is an experimental class" while loading any pipeline; nothing to act on
     logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
@@ -132,7 +132,7 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
 
 
 def describe_pipeline(plan: AzurePipelinePlan) -> str:
-    from amldist.spec.secrets import mask_tree
+    from amldist.rules.secrets import mask_tree
 
     shown = {
         "workspace": None if plan.workspace is None else {
@@ -150,8 +150,8 @@ def submit_pipeline(plan: AzurePipelinePlan, *, client_for, call) -> object:
     """Write the snapshots, load the pipeline with azure-ai-ml and send it; returns the created job.
     ``client_for(workspace)`` gives the MLClient and ``call(fn, workspace)`` turns Azure's errors into
     one line (the single-job backend's own)."""
-    from amldist.spec import from_data
-    from amldist.spec.azure_sdk import to_azure
+    from amldist.model import from_data
+    from amldist.azure_sdk.entities import to_azure
 
     if plan.workspace is None:
         raise plan.workspace_problem

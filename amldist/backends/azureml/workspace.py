@@ -84,7 +84,7 @@ def find_config_file(start: str) -> str | None:
 
 def read_config_file(path: str) -> dict:
     """The three settings in a workspace config file; a broken file is a UserError naming it."""
-    from amldist.spec.files import FileProblem, read_text
+    from amldist.model.files import FileProblem, read_text
 
     try:
         data = json.loads(read_text(path, max_bytes=1 << 20))  # a regular file only: never a FIFO or a device

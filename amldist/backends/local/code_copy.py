@@ -5,10 +5,10 @@ so files a script writes next to itself (``./outputs``, checkpoints, caches) nev
 the user's source tree, and a second run never sees the first run's leftovers. The local
 backend does the same. Like Azure ML, the copy skips what ``.amlignore`` lists, or
 ``.gitignore`` when there is no ``.amlignore`` (git's full syntax, matched by ``pathspec``
-through :mod:`amldist.spec.ignore_files`). ``.git``, ``__pycache__`` and ``.amldist`` (where run
+through :mod:`amldist.rules.ignore_files`). ``.git``, ``__pycache__`` and ``.amldist`` (where run
 folders live) are always skipped.
 
-amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.spec.runtime_bundle`,
+amldist's runtime shim is then added to ``<run>/code`` by :mod:`amldist.rules.runtime_bundle`,
 exactly as the Azure backend adds it (``amldist/runtime/`` and a minimal ``amldist/__init__.py``),
 so ``from amldist.runtime import init_distributed`` imports the same files locally and on Azure;
 a code folder with an ``amldist`` entry of its own keeps it, without the shim, as on Azure.
@@ -28,8 +28,8 @@ import os
 import shutil
 import stat
 
-from amldist.spec.ignore_files import code_ignore, is_ignored
-from amldist.spec.runtime_bundle import RUNS_DIR
+from amldist.rules.ignore_files import code_ignore, is_ignored
+from amldist.rules.runtime_bundle import RUNS_DIR
 from amldist.errors import UserError
 
 ALWAYS_SKIPPED = (".git", "__pycache__", RUNS_DIR)

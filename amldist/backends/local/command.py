@@ -4,7 +4,7 @@ without ever letting a value run a command.
 Azure ML pastes each value's text into the command and runs it with a shell. Here each value
 goes into the processes' environment instead (``AMLDIST_IN_<n>_<name>``,
 ``AMLDIST_OUT_<n>_<name>``) and the placeholder becomes a reference to that variable, written
-for the quoting context it sits in (:mod:`amldist.spec.shell_command` finds the context):
+for the quoting context it sits in (:mod:`amldist.rules.shell_command` finds the context):
 
 - unquoted (``--msg ${{inputs.m}}``): ``${AMLDIST_IN_0_m}``, split into words as the pasted
   text is on Azure ML (``hello world`` gives two arguments there and here) and matched against
@@ -26,7 +26,7 @@ can follow. One visible difference from Azure ML remains, on purpose: a value in
 Literal values are written as Python's ``str()`` writes them (``True``, ``0.01``), which is
 what azure-ai-ml sends to the service. ``$[[ ... ]]`` marks an optional part: it is kept
 (without the brackets) when every input it names has a value, and dropped otherwise, as Azure
-ML does (``amldist.spec.placeholders`` parses the command and resolves the groups).
+ML does (``amldist.rules.placeholders`` parses the command and resolves the groups).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from amldist.errors import UserError
-from amldist.spec import placeholders, shell_command
+from amldist.rules import placeholders, shell_command
 
 # "a[$(cmd)]" or "a[`cmd`]": what bash arithmetic would run when it reads the value as a name.
 _SUBSCRIPT_COMMAND = re.compile(r"\[[^\]]*(\$\(|`)")

@@ -37,8 +37,8 @@ from amldist.backends.local.plan import LocalPlan, describe, job_name, plan
 from amldist.backends.local.process_groups import die_with_parent
 from amldist.backends.local.supervisor import STOP_SIGNALS, ignore_runs, launch
 from amldist.errors import UserError
-from amldist.spec.secrets import mask_tree
-from amldist.spec.yamlio import dump_yaml
+from amldist.rules.secrets import mask_tree
+from amldist.model.yamlio import dump_yaml
 from amldist.submit.pipeline import OutputRef, PreparedPipeline
 from amldist.submit.prepared import Prepared, SubmitOptions
 

@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from amldist.backends.local import launchers as envs
 from amldist.backends.local.code_copy import check_code_source
 from amldist.backends.local.command import literal_text, render
-from amldist.spec.runtime_bundle import has_own_amldist
+from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
-from amldist.spec import counts, paths
-from amldist.spec.booleans import is_optional
-from amldist.spec.overrides import is_path_input
-from amldist.spec.secrets import mask_env, mask_text, mask_tree
-from amldist.spec.yamlio import dump_yaml
+from amldist.rules import counts, paths
+from amldist.rules.booleans import is_optional
+from amldist.submit.overrides import is_path_input
+from amldist.rules.secrets import mask_env, mask_text, mask_tree
+from amldist.model.yamlio import dump_yaml
 from amldist.submit.prepared import Prepared, SubmitOptions
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
@@ -169,7 +169,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
 def rerunnable_yaml(job, base_dir: str, run_dir: str) -> str:
     """The run folder's ``job.yml``: the job as run, its relative ``code:`` and input paths rewritten
     for the run folder, so that ``amldist submit <run>/job.yml --local`` runs it again. Secret
-    values are masked (:func:`amldist.spec.secrets.mask_tree`); a header then says to give them again."""
+    values are masked (:func:`amldist.rules.secrets.mask_tree`); a header then says to give them again."""
     import dataclasses
 
     inputs = {name: {**spec, "path": paths.rebase(spec["path"], base_dir, run_dir)}
@@ -184,7 +184,7 @@ def rerunnable_yaml(job, base_dir: str, run_dir: str) -> str:
 
 def launcher_layout(job, file: str) -> envs.Layout:
     """Every process the job starts; the count of processes is checked against
-    :data:`amldist.spec.counts.MAX_LOCAL_PROCESSES` before any is laid out."""
+    :data:`amldist.rules.counts.MAX_LOCAL_PROCESSES` before any is laid out."""
     nodes = _count(getattr(job.resources, "instance_count", None), 1, "resources.instance_count", file)
     dist = job.distribution
     kind = dist.kind if dist is not None else None
@@ -299,7 +299,7 @@ def _local_path(name: str, spec: dict, base_dir: str, file: str) -> str | None:
 
 def _count(value, default: int, field_name: str, file: str) -> int:
     """A count of the job, or its default when unset. A prepared job is validated; this guards the
-    Python API (a Prepared built by hand) with the same rule, :mod:`amldist.spec.counts`."""
+    Python API (a Prepared built by hand) with the same rule, :mod:`amldist.rules.counts`."""
     if value is None:
         return default
     problem = counts.field_problem(field_name, value)

@@ -23,7 +23,7 @@ import signal
 import time
 from datetime import datetime, timezone
 
-from amldist.spec.files import write_atomic
+from amldist.model.files import write_atomic
 
 STATUS_FILE = "status.json"
 CANCEL_FILE = "cancel_requested"

@@ -34,7 +34,7 @@ from amldist.backends.local.plan import LocalPlan
 from amldist.backends.local.process_groups import Subreaper, Watchdog, die_with_parent, stop_adopted, stop_sessions
 from amldist.backends.local.code_copy import copy_code
 from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
-from amldist.spec.runtime_bundle import RUNS_DIR, add_runtime
+from amldist.rules.runtime_bundle import RUNS_DIR, add_runtime
 from amldist.errors import UserError
 
 TAIL_LINES = 20

@@ -15,7 +15,7 @@ import amldist.runtime
 
 RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))
 from amldist.errors import UserError
-from amldist.spec import load
+from amldist.model import load
 from tests.backends.azureml.fake_azure import TENANT, FakeCredential
 
 JOB = """\
@@ -327,7 +327,7 @@ def test_importing_the_backend_does_not_import_azure():
 
     probe = textwrap.dedent("""
         import sys
-        import amldist.backends.azureml.backend, amldist.backends.azureml.workspace, amldist.spec.code_snapshot
+        import amldist.backends.azureml.backend, amldist.backends.azureml.workspace, amldist.azure_sdk.code_snapshot
         print(sorted(m for m in sys.modules if m.startswith("azure")))
     """)
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

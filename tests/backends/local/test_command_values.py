@@ -8,7 +8,7 @@ import pytest
 
 from amldist.backends.local.plan import MASKED_HEADER, describe, plan
 from amldist.errors import UserError
-from amldist.spec.yamlio import load_yaml
+from amldist.model.yamlio import load_yaml
 from amldist.submit.prepare import prepare
 from amldist.submit.prepared import SubmitOptions
 

@@ -12,7 +12,7 @@ import yaml
 from amldist.backends.local import launchers
 from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
-from amldist.spec import loads
+from amldist.model import loads
 from amldist.submit.prepared import Prepared, SubmitOptions
 
 from tests.backends.local.helpers import write_job

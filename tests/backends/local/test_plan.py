@@ -12,7 +12,7 @@ from amldist.submit.prepared import Prepared, SubmitOptions
 from amldist.backends.local.launchers import python_path
 from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
-from amldist.spec import loads
+from amldist.model import loads
 
 from tests.backends.local.helpers import write_job
 

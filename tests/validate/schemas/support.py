@@ -15,8 +15,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from amldist.spec.kinds import detect_kind
-from amldist.spec.yamlio import load_yaml
+from amldist.model.kinds import detect_kind
+from amldist.model.yamlio import load_yaml
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "amldist" / "schemas"
 BASE = "file:///amldist/schemas/"  # the shipped $ids are relative file names: any base works

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from amldist.spec.kinds import detect_kind
-from amldist.spec.yamlio import load_yaml
+from amldist.model.kinds import detect_kind
+from amldist.model.yamlio import load_yaml
 from tests.conftest import CONFORMANCE, conformance_files
 from tests.validate.schemas.support import blamed_fields, errors, hints
 

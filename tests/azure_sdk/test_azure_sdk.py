@@ -9,10 +9,10 @@ pytest.importorskip("azure.ai.ml")
 jsonschema = pytest.importorskip("jsonschema")
 
 import amldist  # noqa: E402
-from amldist import spec as amlspec  # noqa: E402
+from amldist import model as amlspec  # noqa: E402
 from amldist.authoring import BuilderError  # noqa: E402
 from amldist.errors import UserError  # noqa: E402
-from amldist.spec.azure_sdk import InteropError, rest_body, to_azure  # noqa: E402
+from amldist.azure_sdk.entities import InteropError, rest_body, to_azure  # noqa: E402
 from tests.authoring.cases import CASES, ENV, build  # noqa: E402
 from tests.authoring.swagger import SwaggerSchema  # noqa: E402
 from tests.conftest import CONFORMANCE  # noqa: E402
@@ -140,7 +140,7 @@ def test_to_azure_is_what_load_job_makes_of_the_file(builder, kwargs, workdir):
     from azure.ai.ml.entities import Command
 
     job = build(builder, **kwargs)
-    entity = job.to_azure()
+    entity = to_azure(job)
     assert isinstance(entity, Command)
     _passes(entity)
     from_file = load_job(job.save(workdir / "job.yaml"))

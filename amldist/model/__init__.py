@@ -1,7 +1,7 @@
 """The spec model and its YAML I/O.
 
 ``load(path)`` / ``loads(text)`` return one of the dataclasses of
-``amldist.spec.model``; ``spec.to_yaml()`` writes it back in a stable key order.
+``amldist.model.specs``; ``spec.to_yaml()`` writes it back in a stable key order.
 Validation lives in ``amldist.validate``: loading here checks only that the text
 is a safe, well-formed YAML document of a kind amldist knows.
 """
@@ -12,11 +12,11 @@ import os
 from typing import TYPE_CHECKING
 
 from amldist.errors import UserError
-from amldist.spec.kinds import detect_kind
-from amldist.spec.yamlio import YamlDocument, YamlError, dump_yaml, load_yaml
+from amldist.model.kinds import detect_kind
+from amldist.model.yamlio import YamlDocument, YamlError, dump_yaml, load_yaml
 
 if TYPE_CHECKING:  # annotations only; the model itself loads on first use
-    from amldist.spec.model import Spec
+    from amldist.model.specs import Spec
 
 # The dataclasses cost ~15 ms to create; the validate path never needs them, so
 # they load on first use (PEP 562).
@@ -28,10 +28,10 @@ _MODEL_NAMES = {
 
 def __getattr__(name):
     if name in _MODEL_NAMES:
-        from amldist.spec import model
+        from amldist.model import specs as model
 
         return getattr(model, name)
-    raise AttributeError(f"module 'amldist.spec' has no attribute {name!r}")
+    raise AttributeError(f"module 'amldist.model' has no attribute {name!r}")
 
 
 __all__ = [
@@ -57,7 +57,7 @@ def from_data(data, *, file: str = "<data>") -> "Spec":
             "not a spec amldist knows (a command job, command component, pipeline job or DistributedComponent)",
             hint="set 'type:' (command, pipeline or DistributedComponent) or '$schema:'",
         )
-    from amldist.spec.model import SPEC_CLASSES
+    from amldist.model.specs import SPEC_CLASSES
 
     return SPEC_CLASSES[kind].from_dict(data)
 
@@ -77,9 +77,9 @@ def read_document(path) -> tuple[str, YamlDocument]:
     """A spec file's text and document, with one clear error for an unreadable or malformed file.
 
     Only a regular file is read (a FIFO, a device, ``/dev/zero`` behind a link are refused by
-    name, see ``amldist.spec.files``); a byte-order mark is dropped, as ``validate`` does.
+    name, see ``amldist.model.files``); a byte-order mark is dropped, as ``validate`` does.
     """
-    from amldist.spec.files import read_text
+    from amldist.model.files import read_text
 
     path = os.fspath(path)
     text = read_text(path)  # only a regular file, at most MAX_SPEC_BYTES: a FileProblem (UserError) otherwise

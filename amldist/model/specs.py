@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
-from amldist.spec.kinds import distribution_kind
-from amldist.spec.yamlio import dump_yaml
+from amldist.model.kinds import distribution_kind
+from amldist.model.yamlio import dump_yaml
 
 _SCHEMA = {"key": "$schema"}
 
@@ -128,15 +128,9 @@ class Spec(_Part):
         path = os.fspath(path)
         if os.path.exists(path) and not overwrite:
             raise UserError(f"{path} already exists", hint="pass overwrite=True (or --force) to replace it")
-        from amldist.spec.files import write_atomic
+        from amldist.model.files import write_atomic
 
         return write_atomic(path, self.to_yaml())  # never leaves a half-written spec behind
-
-    def to_azure(self):
-        """The equivalent azure.ai.ml entity (azure-ai-ml is imported only here)."""
-        from amldist.spec.azure_sdk import to_azure
-
-        return to_azure(self)
 
 
 @dataclass

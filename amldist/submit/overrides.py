@@ -25,8 +25,8 @@ import os
 import re
 
 from amldist.errors import UserError
-from amldist.spec import paths
-from amldist.spec.field_paths import field_path
+from amldist.rules import paths
+from amldist.model.field_paths import field_path
 
 PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model"}
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
@@ -45,7 +45,7 @@ def split_assignment(text: str, option: str) -> tuple[str, str]:
 
 def parse_value(text: str):
     """One YAML value, read like the files are (safe tags only); unreadable text stays a string."""
-    from amldist.spec.yamlio import YamlError, load_yaml
+    from amldist.model.yamlio import YamlError, load_yaml
 
     if text.strip() == "":
         return ""

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from amldist.spec import vm_sizes
+from amldist.rules import vm_sizes
 from tests.authoring.cases import python_output
 
 # name, GPUs, InfiniBand usable by NCCL, vcpus (facts.md and the Azure size pages)
@@ -133,9 +133,9 @@ def test_vmsize_is_frozen():
 
 
 def test_import_needs_only_the_spec_layer():
-    # The catalog sits in amldist.spec, whose loader needs PyYAML; nothing heavier may come along.
+    # The catalog sits in amldist.model, whose loader needs PyYAML; nothing heavier may come along.
     code = (
-        "import sys; before = set(sys.modules); import amldist.spec.vm_sizes\n"
+        "import sys; before = set(sys.modules); import amldist.rules.vm_sizes\n"
         "new = sorted(m.split('.')[0] for m in set(sys.modules) - before)\n"
         "print(','.join(sorted(set(n for n in new if n not in sys.stdlib_module_names))))"
     )

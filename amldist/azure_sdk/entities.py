@@ -2,7 +2,7 @@
 
 Both go through azure-ai-ml's own YAML loaders over ``spec.to_yaml()``, so a spec
 means exactly what the same file means to ``az ml job create``. azure-ai-ml is
-imported inside the functions only: ``import amldist.spec.azure_sdk`` stays cheap.
+imported inside the functions only: ``import amldist.azure_sdk.entities`` stays cheap.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from contextlib import contextmanager
 
 from amldist.errors import UserError
-from amldist.spec import paths
+from amldist.rules import paths
 
 __all__ = ["InteropError", "to_azure", "rest_body"]
 
@@ -118,7 +118,7 @@ def to_azure(spec, *, base_dir=None, add_runtime: bool = True):
 
     A distributed job or component (a ``distribution:``, or a legacy launcher) whose ``code:``
     is local gets the code snapshot ``amldist submit`` uploads: the folder's files plus
-    ``amldist/runtime/`` (:mod:`amldist.spec.code_snapshot`), so ``from amldist.runtime import
+    ``amldist/runtime/`` (:mod:`amldist.azure_sdk.code_snapshot`), so ``from amldist.runtime import
     init_distributed`` works in its container also when the entity is a ``@dsl.pipeline`` step.
     The snapshot is written to a temporary folder that lives until this Python process ends
     (azure-ai-ml uploads it only when the job is submitted). ``add_runtime=False`` keeps the
@@ -163,7 +163,7 @@ def _with_runtime(spec, base_dir):
     import shutil
     import tempfile
 
-    from amldist.spec.code_snapshot import plan_snapshot, write_snapshot
+    from amldist.azure_sdk.code_snapshot import plan_snapshot, write_snapshot
 
     planned = plan_snapshot(code, os.fspath(base_dir) if base_dir is not None else os.getcwd(),
                             getattr(spec, "command", None))

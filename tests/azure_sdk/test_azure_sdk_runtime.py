@@ -8,6 +8,7 @@ import os
 import pytest
 
 import amldist
+from amldist import to_azure
 
 ENV = "azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest"
 
@@ -22,7 +23,7 @@ def project(tmp_path, monkeypatch):
 
 def test_a_distributed_job_entity_has_the_runtime_and_the_users_files(project):
     job = amldist.pytorch_job(command="python train.py", code="./src", environment=ENV, process_count_per_instance=1)
-    entity = job.to_azure()
+    entity = to_azure(job)
     assert os.path.isfile(os.path.join(entity.code, "train.py"))
     assert os.path.isfile(os.path.join(entity.code, "amldist", "runtime", "__init__.py"))
     assert sorted(os.listdir(project / "src")) == ["train.py"]  # the user's folder is not changed
@@ -32,7 +33,8 @@ def test_inside_dsl_pipeline_the_step_keeps_that_code(project):
     from azure.ai.ml import dsl
 
     entity = amldist.mpi_job(command="python train.py", code="./src", environment=ENV,
-                             process_count_per_instance=1).to_azure()
+                             process_count_per_instance=1)
+    entity = to_azure(entity)
 
     @dsl.pipeline(compute="cpu-cluster")
     def pipeline():
@@ -43,12 +45,12 @@ def test_inside_dsl_pipeline_the_step_keeps_that_code(project):
 
 
 def test_a_job_without_distribution_or_with_remote_code_is_left_as_written(project):
-    from amldist.spec import loads
+    from amldist.model import loads
 
     plain = loads(f"type: command\ncommand: python train.py\ncode: ./src\nenvironment: {ENV}\n")
-    assert os.path.samefile(plain.to_azure().code, project / "src")
+    assert os.path.samefile(to_azure(plain).code, project / "src")
     remote = amldist.pytorch_job(command="python train.py", code="azureml:my-code:1", environment=ENV,
                                  process_count_per_instance=1)
-    from amldist.spec.azure_sdk import to_azure
+    from amldist.azure_sdk.entities import to_azure
 
-    assert remote.to_azure().code == to_azure(remote, add_runtime=False).code
+    assert to_azure(remote).code == to_azure(remote, add_runtime=False).code

@@ -4,7 +4,7 @@ Azure ML uploads a job's ``code:`` folder and starts the command inside it, so
 copying the runtime package to ``<snapshot>/amldist/runtime/`` makes
 ``from amldist.runtime import init_distributed`` and ``python -m amldist.runtime``
 work in the container without installing amldist there. The shim is added by
-:mod:`amldist.spec.runtime_bundle`, exactly as in a local run's snapshot. The user's
+:mod:`amldist.rules.runtime_bundle`, exactly as in a local run's snapshot. The user's
 folder is only read:
 
 - files are taken the way azure-ai-ml uploads them: the root ``.amlignore`` (or,
@@ -41,8 +41,8 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from amldist.spec import paths
-from amldist.spec.runtime_bundle import RUNS_DIR, has_own_amldist, shim_files, write_file
+from amldist.rules import paths
+from amldist.rules.runtime_bundle import RUNS_DIR, has_own_amldist, shim_files, write_file
 
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amldist.spec.kinds import distribution_kind
+from amldist.model.kinds import distribution_kind
 
 ERROR = "error"
 WARNING = "warning"
@@ -41,7 +41,7 @@ def _whole(value) -> int | None:
 
 def size_findings(size, *, distribution_type, instance_count, process_count, environment_variables=None
                   ) -> list[SizeFinding]:
-    """The findings for one job on ``size`` (a :class:`~amldist.spec.vm_sizes.VmSize`, or None)."""
+    """The findings for one job on ``size`` (a :class:`~amldist.rules.vm_sizes.VmSize`, or None)."""
     kind = distribution_kind(distribution_type)
     if size is None or kind is None:
         return []

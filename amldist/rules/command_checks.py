@@ -5,7 +5,7 @@ builder / ``convert`` (which raise the first error) all call :func:`command_find
 command gets the same answer from each of them:
 
 - the parser's syntax errors (``unbalanced-bracket``, ``malformed-placeholder``, ``mixed-syntax``,
-  see :mod:`amldist.spec.placeholders`);
+  see :mod:`amldist.rules.placeholders`);
 - ``legacy-placeholder``: ``{inputs.x}`` in an ML v2 command (the legacy syntax, which Azure ML
   passes through literally);
 - ``undeclared-input`` / ``undeclared-output``: a placeholder names an input or output that is
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from amldist.spec.booleans import is_optional
-from amldist.spec.suggestions import suggest
+from amldist.rules.booleans import is_optional
+from amldist.rules.suggestions import suggest
 
 ERROR = "error"
 WARNING = "warning"
@@ -76,7 +76,7 @@ def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[
         return []  # no placeholder and no v2 group: nothing to check
     findings: list[CommandFinding] = []
     if not legacy:
-        from amldist.spec import placeholders as ph
+        from amldist.rules import placeholders as ph
 
         stray = ph.stray_legacy_reference(command)
         if stray:
@@ -140,7 +140,7 @@ def _references(command: str, legacy: bool, findings: list):
     fast = fast_references(command, legacy)
     if fast is not None:
         return [(*ref, False) for ref in fast]
-    from amldist.spec import placeholders as ph  # the parser, only for commands that need it
+    from amldist.rules import placeholders as ph  # the parser, only for commands that need it
 
     try:
         return [(r.source, r.name, r.start, r.end, r.in_group)

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from amldist.spec import files
-from amldist.spec.files import FileProblem, read_text, write_atomic
+from amldist.model import files
+from amldist.model.files import FileProblem, read_text, write_atomic
 
 
 def _reads_within(path, seconds=5.0):

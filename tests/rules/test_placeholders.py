@@ -1,10 +1,10 @@
-"""amldist.spec.placeholders: parsing, references, legacy -> v2, resolving optional groups."""
+"""amldist.rules.placeholders: parsing, references, legacy -> v2, resolving optional groups."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amldist.spec import placeholders as ph
+from amldist.rules import placeholders as ph
 from amldist.errors import UserError
 
 CONFORMANCE_LIKE = (

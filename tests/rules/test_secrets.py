@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amldist.spec.secrets import MASK, is_secret_name, mask_env, mask_text, mask_tree
+from amldist.rules.secrets import MASK, is_secret_name, mask_env, mask_text, mask_tree
 
 
 @pytest.mark.parametrize("name", [

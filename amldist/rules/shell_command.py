@@ -11,7 +11,7 @@ where it is unquoted, as the pasted text would be on Azure ML.
 This module finds those contexts: :func:`contexts` lexes the command (quotes, ``$'...'``,
 backslashes, comments, ``$(...)``, backticks, ``${...}``, ``$((...))``, ``((...))``,
 ``[[...]]``, here-documents) and reports, for each placeholder span, one of the names below.
-The spans come from :mod:`amldist.spec.placeholders`, the one parser of the ``${{...}}``
+The spans come from :mod:`amldist.rules.placeholders`, the one parser of the ``${{...}}``
 syntax; this module never looks for placeholders itself. It is hand-written because no
 maintained Python library reports the quoting context at an offset: ``shlex`` does not know
 ``$(...)``, arithmetic or here-documents, and bashlex (GPL) gives a tree of words without

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from amldist.errors import UserError
-from amldist.spec.overrides import apply_inputs, apply_sets, cli_path, parse_path, parse_value
+from amldist.submit.overrides import apply_inputs, apply_sets, cli_path, parse_path, parse_value
 
 
 def test_set_dotted_paths_create_mappings_and_leave_the_original_alone():

@@ -1,9 +1,9 @@
 import pytest
 
-from amldist import spec
+from amldist import model as spec
 from amldist.errors import UserError
-from amldist.spec.kinds import detect_kind
-from amldist.spec.yamlio import load_yaml
+from amldist.model.kinds import detect_kind
+from amldist.model.yamlio import load_yaml
 from tests.conftest import conformance_files
 
 VALID = conformance_files("valid") + conformance_files("invalid")
@@ -106,7 +106,7 @@ def test_every_modelled_field_defaults_to_not_given():
     # and load -> dump -> load would stop being the identity.
     from dataclasses import MISSING, fields
 
-    from amldist.spec.model import SPEC_CLASSES, Distribution, Launcher, Limits, Resources
+    from amldist.model.specs import SPEC_CLASSES, Distribution, Launcher, Limits, Resources
 
     for cls in (*SPEC_CLASSES.values(), Distribution, Resources, Limits, Launcher):
         for f in fields(cls):

@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 import amldist.runtime
-from amldist.spec.code_snapshot import build_snapshot, materialized, plan_snapshot
+from amldist.azure_sdk.code_snapshot import build_snapshot, materialized, plan_snapshot
 
 RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))  # the package the shim comes from
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from amldist.backends.local.command import render
 from amldist.errors import UserError
-from amldist.spec import placeholders
-from amldist.spec.shell_command import COMMAND_NAME, REFUSED, contexts
+from amldist.rules import placeholders
+from amldist.rules.shell_command import COMMAND_NAME, REFUSED, contexts
 
 SHELLS = [path for path in (shutil.which("bash"), "/bin/sh") if path and os.path.exists(path)]
 

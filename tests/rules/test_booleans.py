@@ -1,11 +1,11 @@
-"""amldist.spec.booleans reads booleans as azure-ai-ml does, and every place that reads ``optional:`` uses it."""
+"""amldist.rules.booleans reads booleans as azure-ai-ml does, and every place that reads ``optional:`` uses it."""
 
 from __future__ import annotations
 
 import pytest
 
 from amldist.errors import UserError
-from amldist.spec.booleans import is_optional, read_flag
+from amldist.rules.booleans import is_optional, read_flag
 
 VALUES = [True, False, 1, 0, 1.0, 0.0, 2, -1, 0.5, None, [], {}, "", " true", "true", "True", "TRUE", "tRuE",
           "false", "False", "FALSE", "yes", "Yes", "YES", "yEs", "no", "NO", "on", "On", "off", "OFF", "t", "T",
@@ -33,7 +33,7 @@ def test_is_optional_needs_a_mapping_whose_optional_reads_true():
 # ---- the places outside the validator that read `optional` ----
 
 def component(optional):
-    from amldist.spec import from_data
+    from amldist.model import from_data
 
     return from_data({
         "$schema": "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json",

@@ -15,8 +15,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amldist.spec import yamlio
-from amldist.spec.yamlio import YamlError, load_yaml
+from amldist.model import yamlio
+from amldist.model.yamlio import YamlError, load_yaml
 from tests.conftest import ROOT, conformance_files
 
 
@@ -44,7 +44,7 @@ def test_deep_nesting_stops_at_the_limit_fast(name):
 
 def test_deep_nesting_in_a_fresh_process_does_not_crash():
     """The original crash killed the interpreter (SIGSEGV in C), so check it in a process of its own."""
-    code = "from amldist.spec.yamlio import load_yaml, YamlError\ntry:\n    load_yaml('[' * 200000)\n" \
+    code = "from amldist.model.yamlio import load_yaml, YamlError\ntry:\n    load_yaml('[' * 200000)\n" \
            "except YamlError as e:\n    print(e.code)\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.strip() == "yaml-too-deep", proc.stderr
