@@ -138,8 +138,7 @@ class _Builder:
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
                 self._anchor_check(event)
                 if len(stack) >= MAX_DEPTH:
-                    raise YamlError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels", *_at(event.start_mark),
-                                    hint="flatten the document; real specs nest a few levels")
+                    raise _too_deep(*_at(event.start_mark))
                 expected = _CORE + ("map" if kind is MappingStartEvent else "seq")
                 if event.tag not in (None, "!", expected):
                     raise YamlError("yaml-unsafe-tag", f"tag {event.tag!r} is not allowed: amldist loads YAML safely "
@@ -287,6 +286,12 @@ class _MergeKey:
 _MERGE_KEY = _MergeKey()
 
 
+def _too_deep(line: int, col: int) -> YamlError:
+    """Deep nesting, whichever stops it first: this loader's own count or libyaml's (whose limit varies by version)."""
+    return YamlError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels", line, col,
+                     hint="flatten the document; real specs nest a few levels")
+
+
 def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -313,6 +318,8 @@ def load_yaml(text: str) -> YamlDocument:
         if "expected a single document" in (exc.context or "") + problem:
             raise YamlError("yaml-multiple-documents", "more than one YAML document in the file", line, col,
                             hint="keep one spec per file") from None
+        if "maximum nesting depth" in problem:  # libyaml >= 0.2.6 (PyYAML 6.0.4) stops deep nesting itself
+            raise _too_deep(line, col) from None
         raise YamlError("yaml-syntax", f"YAML syntax error: {problem}", line, col) from None
     except yaml.YAMLError as exc:
         raise YamlError("yaml-syntax", f"YAML error: {exc}") from None
