@@ -190,7 +190,7 @@ def test_real_console_script_in_a_subprocess(tmp_path):
 
 def test_github_annotations_escape_terminal_characters_and_newlines():
     from amldist.diagnostics import Diagnostic
-    from amldist.validate.output import github
+    from amldist.validate.reporter import github
 
     line = github(Diagnostic("a\x1b[31m.yml", 1, 1, "error", "x", "bad \x1b]0;title\x07 key\nerror file=forged"))
     assert "\x1b" not in line and "\x07" not in line and "\n" not in line

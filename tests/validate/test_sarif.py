@@ -13,7 +13,8 @@ import json
 import pytest
 
 from amldist.diagnostics import ERROR, Diagnostic
-from amldist.validate.output import artifact_uri, render
+from amldist.validate import CheckResult, FileResult
+from amldist.validate.reporter import REPORTERS, artifact_uri
 
 BAD = """\
 type: command
@@ -69,7 +70,8 @@ def test_the_log_has_what_github_code_scanning_reads(log):
 
 def test_a_diagnostic_without_a_position_has_no_region_and_names_are_escaped():
     unreadable = Diagnostic("<stdin>", 0, 0, ERROR, "unreadable", "cannot read the file")
-    [result] = json.loads(render("sarif", [("<stdin>", [unreadable])]))["runs"][0]["results"]
+    result_of_check = CheckResult((FileResult("<stdin>", (unreadable,)),))
+    [result] = json.loads(REPORTERS["sarif"]().render(result_of_check))["runs"][0]["results"]
     assert result["locations"] == [{"physicalLocation": {"artifactLocation": {"uri": "%3Cstdin%3E"}}}]
 
 

@@ -1,36 +1,80 @@
-"""Rendering of per-file diagnostics: text, JSON, GitHub Actions annotations, SARIF 2.1.0."""
+"""How a :class:`~amldist.validate.result.CheckResult` is printed: one reporter class per format, in one
+table (:data:`REPORTERS`), as check-jsonschema's ``reporter.py``. Each reporter gives the text for
+standard output (:meth:`Reporter.render`) and, for people reading a terminal, a summary line for
+standard error (:meth:`Reporter.summary`; only the text format has one: the others are read by tools).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
+from urllib.parse import quote
 
+from amldist import __version__
 from amldist.diagnostics import ERROR, NOTE, WARNING, escape_text
+from amldist.validate.result import CheckResult
 
 
-def render(fmt: str, results) -> str:
-    """``results``: [(file, [Diagnostic, ...]), ...] in the order the files were validated."""
-    diagnostics = [d for _, found in results for d in found]
-    if fmt == "json":
+class Reporter:
+    """The base: ``render`` is the whole standard output for a result."""
+
+    name = ""
+
+    def render(self, result: CheckResult) -> str:
+        raise NotImplementedError
+
+    def summary(self, result: CheckResult) -> str | None:
+        return None
+
+
+class TextReporter(Reporter):
+    """``FILE:LINE:COL: severity code: message (hint: ...)``, one line each, then the summary on stderr."""
+
+    name = "text"
+
+    def render(self, result: CheckResult) -> str:
+        return "".join(d.to_text() + "\n" for d in result.diagnostics)
+
+    def summary(self, result: CheckResult) -> str | None:
+        return result.summary()
+
+
+class JsonReporter(Reporter):
+    """One JSON object: each file with its counts, every diagnostic, the summary."""
+
+    name = "json"
+
+    def render(self, result: CheckResult) -> str:
         return json.dumps({
-            "files": [
-                {"file": file, "errors": _count(found, ERROR), "warnings": _count(found, WARNING),
-                 "ok": not _count(found, ERROR)}
-                for file, found in results
-            ],
-            "diagnostics": [d.to_dict() for d in diagnostics],
-            "summary": {"files": len(results), "errors": _count(diagnostics, ERROR),
-                        "warnings": _count(diagnostics, WARNING), "notes": _count(diagnostics, NOTE)},
+            "files": [{"file": one.file, "errors": one.count(ERROR), "warnings": one.count(WARNING),
+                       "ok": not one.count(ERROR)} for one in result.files],
+            "diagnostics": [d.to_dict() for d in result.diagnostics],
+            "summary": {"files": len(result.files), "errors": result.count(ERROR),
+                        "warnings": result.count(WARNING), "notes": result.count(NOTE)},
         }, indent=2) + "\n"
-    if fmt == "github":
-        return "".join(github(d) + "\n" for d in diagnostics)
-    if fmt == "sarif":
-        return json.dumps(sarif(diagnostics), indent=2) + "\n"
-    return "".join(d.to_text() + "\n" for d in diagnostics)
 
 
-def _count(diagnostics, severity) -> int:
-    return sum(d.severity == severity for d in diagnostics)
+class GithubReporter(Reporter):
+    """GitHub Actions workflow commands: an annotation on the file's line in the pull request."""
+
+    name = "github"
+
+    def render(self, result: CheckResult) -> str:
+        return "".join(github(d) + "\n" for d in result.diagnostics)
+
+
+class SarifReporter(Reporter):
+    """A SARIF 2.1.0 log for GitHub code scanning (:func:`sarif`)."""
+
+    name = "sarif"
+
+    def render(self, result: CheckResult) -> str:
+        return json.dumps(sarif(result.diagnostics), indent=2) + "\n"
+
+
+REPORTERS: dict[str, type[Reporter]] = {cls.name: cls for cls in (TextReporter, JsonReporter, GithubReporter,
+                                                                   SarifReporter)}
 
 
 def _data(text: str) -> str:
@@ -66,8 +110,6 @@ def sarif(diagnostics) -> dict:
     diagnostic has a position, at its 1-based line and column (Unicode code points, as Python
     counts them; ``columnKind`` says so).
     """
-    from amldist import __version__
-
     rules: dict = {}
     results = []
     for d in diagnostics:
@@ -95,9 +137,6 @@ def artifact_uri(file: str) -> str:
     A file on another drive keeps an absolute ``file:`` URI; a name such as ``<stdin>`` is
     escaped into a valid relative reference.
     """
-    from pathlib import Path
-    from urllib.parse import quote
-
     try:
         rel = os.path.relpath(file) if os.path.isabs(file) else os.path.normpath(file)
     except ValueError:  # another drive (Windows)
