@@ -1,48 +1,41 @@
-"""Backends that run a prepared job: ``local`` (processes on this machine) and ``azureml``.
+"""Backends that run a prepared job or pipeline: ``local`` (processes on this machine) and ``azureml``.
 
-The ``amldist submit`` command does the backend-neutral part (:mod:`amldist.submit`: load
-the file, apply ``--set``/``--input`` and the count options, convert a component to a job,
-validate) and hands an :class:`~amldist.submit.prepared.Prepared` job plus the parsed
-:class:`~amldist.submit.prepared.SubmitOptions` to one backend, in torchx's two steps:
+Every backend subclasses :class:`amldist.backends.base.Backend` (the contract, written once: typed
+options, a pure ``plan()``, ``run(plan) -> JobRecord`` as the only step that acts, and the job verbs
+``list/show/logs/cancel/download`` returning a frozen :class:`~amldist.backends.base.JobRecord`).
+The submit sequence (load once, validate once, choose a backend, plan, run) is written once in
+:mod:`amldist.backends.submit`; ``amldist submit`` and :func:`amldist.run_local` both call it.
 
-- ``plan(prepared, options) -> plan``: pure (starts nothing, writes nothing, sends
-  nothing, needs no credentials): a typed plan of *everything* the run will do (locally:
-  each process with its argv, environment, working folder and log; Azure: the workspace,
-  the snapshot's files and the REST body);
-- ``describe(plan) -> str``: the plan as text, what ``--dry-run`` prints (secrets masked);
-- ``run(plan) -> int``: the only step that acts, doing exactly what the plan says; returns
-  the exit code of ``amldist submit``. User mistakes are raised as ``amldist.errors.UserError``.
-
-Backends are imported lazily by :func:`get_backend`, so ``amldist --help`` never pays
-for azure-ai-ml.
+:data:`BACKENDS` maps a name to ``(module, class)``; a new backend adds one entry (or calls
+:func:`register`). Backends are imported lazily by :func:`get_backend`, so ``amldist --help``
+never pays for azure-ai-ml.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
 
-from amldist.submit.prepared import Prepared, SubmitOptions
+from amldist.backends.base import Backend, JobRecord, Options, Plan
 
-BACKENDS = {
+__all__ = ["BACKENDS", "Backend", "JobRecord", "Options", "Plan", "get_backend", "register"]
+
+BACKENDS: dict[str, tuple[str, str]] = {
     "local": ("amldist.backends.local.backend", "LocalBackend"),
     "azureml": ("amldist.backends.azureml.backend", "AzureMLBackend"),
 }
 
 
-class Backend(Protocol):
-    def plan(self, prepared: Prepared, options: SubmitOptions) -> Any: ...
-
-    def describe(self, plan: Any) -> str: ...
-
-    def run(self, plan: Any) -> int: ...
+def register(name: str, module: str, class_name: str) -> None:
+    """Add a backend: ``get_backend(name)`` then imports ``module`` and builds ``class_name``."""
+    BACKENDS[name] = (module, class_name)
 
 
-def get_backend(name: str) -> Backend:
-    """The backend called ``name`` ("local" or "azureml"), imported on first use."""
+def get_backend(name: str, **settings) -> Backend:
+    """The backend called ``name``, imported on first use; ``settings`` go to its constructor (where to
+    look: ``run_root=`` for local, ``workspace=``/``resource_group=``/``subscription=`` for azureml)."""
     try:
         module_name, class_name = BACKENDS[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKENDS)}") from None
     module = importlib.import_module(module_name)
-    return getattr(module, class_name)()
+    return getattr(module, class_name)(**settings)

@@ -1,0 +1,233 @@
+"""The contract every backend keeps, written once (after torchx's ``Scheduler``).
+
+A backend (``local``, ``azureml``, and any later one such as ``slurm``) subclasses :class:`Backend`
+and registers itself in :data:`amldist.backends.BACKENDS`. What it provides:
+
+- ``options_type``: a frozen dataclass of the backend's own options, a subclass of :class:`Options`;
+  :meth:`Backend.options` builds it from the parsed CLI arguments (each field from the argument of
+  the same name) or from keywords, so the CLI and the Python API give a backend the same thing;
+- :meth:`Backend.plan` ``(prepared, options) -> Plan``: *pure* (starts nothing, writes nothing,
+  sends nothing, needs no credentials). ``prepared`` is a :class:`~amldist.submit.prepared.PreparedJob`
+  or a :class:`~amldist.submit.pipeline.PreparedPipeline` (a type, not an attribute probe). The
+  :class:`Plan` describes itself (``describe()``, what ``--dry-run`` prints, secrets masked) and
+  serialises to JSON (``to_json()``);
+- :meth:`Backend.run` ``(plan) -> JobRecord``: the only step that acts, doing what the plan says;
+- the lifecycle verbs of ``amldist job``: :meth:`~Backend.list`, :meth:`~Backend.show`,
+  :meth:`~Backend.logs`, :meth:`~Backend.cancel`, :meth:`~Backend.download`, each returning (or
+  printing and returning) a :class:`JobRecord`. Where to look (a run root, a workspace, a cluster)
+  is given to the backend's constructor, as ``get_backend(name, **settings)`` passes it.
+
+A :class:`JobRecord` is frozen and the same for every backend and for jobs and pipelines alike:
+name, ``kind`` (``"job"`` or ``"pipeline"``), the status in Azure ML's words (:data:`STATUSES`),
+start and end times, ranks (a job) or steps (a pipeline), outputs and a URL. ``to_json()`` is what
+``amldist job show --format json`` prints. User mistakes are raised as :class:`amldist.errors.UserError`.
+
+``amldist submit`` and :func:`amldist.run_local` both go through :func:`amldist.backends.submit.submit`
+(load once, validate once, plan, run): a backend never re-implements that sequence.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import signal
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Mapping, TypeVar
+
+# Azure ML's job statuses (azure.ai.ml.entities JobStatus); every backend reports in these words.
+NOT_STARTED, STARTING, QUEUED, PREPARING, RUNNING = "NotStarted", "Starting", "Queued", "Preparing", "Running"
+FINALIZING, CANCEL_REQUESTED, COMPLETED, FAILED, CANCELED = (
+    "Finalizing", "CancelRequested", "Completed", "Failed", "Canceled")
+PROVISIONING, NOT_RESPONDING, PAUSED, UNKNOWN = "Provisioning", "NotResponding", "Paused", "Unknown"
+STATUSES = (NOT_STARTED, STARTING, PROVISIONING, PREPARING, QUEUED, RUNNING, FINALIZING, CANCEL_REQUESTED,
+            COMPLETED, FAILED, CANCELED, NOT_RESPONDING, PAUSED, UNKNOWN)
+TERMINAL = (COMPLETED, FAILED, CANCELED)
+KINDS = ("job", "pipeline")
+
+
+@dataclass(frozen=True)
+class RankRecord:
+    """One process of a job: ``label`` ("rank 0", "worker 1", "mpirun"), its exit code (None while it
+    runs; negative: stopped by that signal) and its log."""
+
+    label: str
+    rank: int | None = None
+    node: int = 0
+    exit_code: int | None = None
+    log: str | None = None
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of a pipeline: its status in Azure ML's words and the exit code of its failing process
+    (the rank's own code, not the step runner's)."""
+
+    name: str
+    status: str = NOT_STARTED
+    exit_code: int | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    duration_seconds: float | None = None
+    needs: tuple[str, ...] = ()
+    run_dir: str | None = None
+    note: str | None = None  # why it did not start, when it did not
+
+
+@dataclass(frozen=True)
+class OutputRecord:
+    name: str
+    path: str | None = None  # a local path, or the URI on a remote backend
+    type: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What a backend knows about one job or pipeline run (see the module docstring)."""
+
+    name: str
+    backend: str
+    kind: str = "job"  # "job" | "pipeline"
+    status: str = UNKNOWN
+    start_time: str | None = None  # ISO 8601
+    end_time: str | None = None
+    duration_seconds: float | None = None
+    ranks: tuple[RankRecord, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    outputs: tuple[OutputRecord, ...] = ()
+    url: str | None = None
+    error: str | None = None
+    stopped_by: str | None = None  # "amldist job cancel", "SIGINT", ... when Canceled
+    details: Mapping[str, Any] = field(default_factory=dict)  # the backend's own fields (run_dir, compute, ...)
+
+    @property
+    def ended(self) -> bool:
+        return self.status in TERMINAL
+
+    def output(self, name: str) -> OutputRecord | None:
+        return next((o for o in self.outputs if o.name == name), None)
+
+    def step(self, name: str) -> StepRecord | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    def to_json(self) -> dict:
+        """The record as ``amldist job show --format json`` prints it (backend details included)."""
+        data = {"name": self.name, "backend": self.backend, "kind": self.kind, "status": self.status,
+                "start_time": self.start_time, "end_time": self.end_time,
+                "duration_seconds": self.duration_seconds, "url": self.url, "error": self.error,
+                "stopped_by": self.stopped_by,
+                "outputs": {o.name: {"path": o.path, "type": o.type} for o in self.outputs}}
+        if self.kind == "pipeline":
+            data["steps"] = [dataclasses.asdict(s) | {"needs": list(s.needs)} for s in self.steps]
+        else:
+            data["ranks"] = [dataclasses.asdict(r) for r in self.ranks]
+        return {**data, **dict(self.details)}
+
+
+def exit_code_of(record: JobRecord) -> int:
+    """What ``amldist submit`` exits with for a run that ended as ``record``: 0 when it completed or is
+    still running remotely, 1 when it failed, 128+N when a signal N stopped it (a cancel is SIGTERM)."""
+    if record.status == FAILED:
+        return 1
+    if record.status != CANCELED:
+        return 0
+    stopped_by = record.stopped_by or ""
+    try:
+        return 128 + int(signal.Signals[stopped_by])
+    except KeyError:
+        return 128 + int(signal.SIGTERM)  # `amldist job cancel` sends SIGTERM
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options every backend reads; a backend's ``options_type`` subclasses it with its own fields."""
+
+    name: str | None = None  # --name: the job's name; None lets the backend choose one
+    stream: bool = False  # follow the logs while it runs
+    dry_run: bool = False
+
+    @classmethod
+    def from_args(cls, args=None, **given):
+        """The options from parsed CLI arguments (each field from the attribute of the same name, when
+        present and not None) and then ``given`` keywords, which win."""
+        values = {}
+        for item in dataclasses.fields(cls):
+            value = getattr(args, item.name, None) if args is not None else None
+            if value is not None:
+                values[item.name] = value
+        values.update({k: v for k, v in given.items() if v is not None})
+        unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no option(s) {', '.join(sorted(unknown))}")
+        return cls(**values)
+
+
+class Plan(abc.ABC):
+    """Everything one submission will do, made by :meth:`Backend.plan` (pure) and acted on by
+    :meth:`Backend.run`. Subclasses are frozen dataclasses."""
+
+    backend: ClassVar[str] = ""
+    kind: ClassVar[str] = "job"  # "job" | "pipeline"
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str | None:
+        """The job's name as planned (None when the service will choose it)."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """What ``--dry-run`` prints (secrets masked)."""
+
+    @abc.abstractmethod
+    def to_json(self) -> dict:
+        """The plan as JSON-ready data (secrets masked)."""
+
+
+O = TypeVar("O", bound=Options)
+P = TypeVar("P", bound=Plan)
+
+
+class Backend(abc.ABC, Generic[O, P]):
+    """A place jobs run (see the module docstring). Subclasses set ``name`` and ``options_type``."""
+
+    name: ClassVar[str] = ""
+    options_type: ClassVar[type[Options]] = Options
+
+    def options(self, args=None, **given) -> O:
+        """This backend's typed options, from CLI arguments and/or keywords."""
+        return self.options_type.from_args(args, **given)
+
+    # --- submit: plan (pure), then run (acts) -------------------------------------------------
+    @abc.abstractmethod
+    def plan(self, prepared, options: O) -> P:
+        """Everything the run will do; starts, writes and sends nothing."""
+
+    @abc.abstractmethod
+    def run(self, plan: P) -> JobRecord:
+        """Do what ``plan`` says; the record of the run as it stands at the end of the call."""
+
+    def describe(self, plan: P) -> str:
+        return plan.describe()
+
+    # --- the lifecycle verbs of `amldist job` -------------------------------------------------
+    @abc.abstractmethod
+    def list(self, *, max_results: int | None = None) -> list[JobRecord]:
+        """The jobs this backend knows, newest first."""
+
+    @abc.abstractmethod
+    def show(self, name: str) -> JobRecord:
+        """One job; UserError (exit 2) naming it when there is none."""
+
+    @abc.abstractmethod
+    def logs(self, name: str, *, step: str | None = None, rank: int | None = None, follow: bool = False,
+             out=None) -> JobRecord:
+        """Print a job's logs (a pipeline's: each step's, or ``step``'s alone) to ``out``; the record."""
+
+    @abc.abstractmethod
+    def cancel(self, name: str, *, wait: bool = True) -> JobRecord:
+        """Stop a running job (a pipeline: every running step); the record afterwards."""
+
+    @abc.abstractmethod
+    def download(self, name: str, destination: str, *, output_name: str | None = None,
+                 all_outputs: bool = False, step: str | None = None) -> list[str]:
+        """Copy the logs (and outputs) as ``az ml job download`` does; the paths written."""
