@@ -30,10 +30,12 @@ import graphlib
 import os
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from amldist.errors import UserError
 from amldist.rules import paths
 from amldist.submit.overrides import PATH_INPUT_TYPES, is_path_input
+from amldist.submit.prepared import PreparedWork
 
 _BINDING = re.compile(r"^\s*\$\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}\s*$")
 _ANY_BINDING = re.compile(r"\$\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}")
@@ -115,8 +117,10 @@ class PipelineGraph:
 
 
 @dataclass
-class PreparedPipeline:
+class PreparedPipeline(PreparedWork):
     """What ``prepare`` returns for a pipeline job: the edited, validated spec and its graph."""
+
+    kind: ClassVar[str] = "pipeline"
 
     job: object  # the amldist.model PipelineJob after --set/--input (sent to Azure as such)
     graph: PipelineGraph

@@ -1,14 +1,17 @@
-"""What ``amldist submit`` hands a backend: the prepared job and the options it was given.
+"""What ``amldist submit`` hands a backend: the prepared work and the options it was given.
 
-:class:`Prepared` is the output of :func:`amldist.submit.prepare.prepare` (loaded once, overrides
-applied, validated once, a typed command job); :class:`SubmitOptions` is everything the command
-line said that is not about the job itself.
+:func:`amldist.submit.prepare.prepare` returns a :class:`PreparedWork`: either a
+:class:`PreparedJob` (loaded once, overrides applied, validated once, a typed command job) or a
+:class:`~amldist.submit.pipeline.PreparedPipeline` (the same for a pipeline, plus its graph). A
+backend tells them apart by their type (``isinstance`` or ``kind``), never by probing attributes.
+:class:`SubmitOptions` is everything the command line said that is not about the job itself; a
+backend's own typed options (:mod:`amldist.backends.base`) carry the same field names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from amldist.model import CommandJob
@@ -38,11 +41,25 @@ class SubmitOptions:
     max_parallel: int | None = None  # --max-parallel: processes a pipeline's steps may run at once; None: CPUs
 
 
+class PreparedWork:
+    """What ``prepare`` returns: a job or a pipeline after overrides and validation (see the docstring).
+
+    Every kind has ``job`` (the typed spec), ``source`` (the file, as given), ``base_dir`` (where its
+    relative paths resolve) and ``warnings`` (validator diagnostics of severity warning/note)."""
+
+    kind: ClassVar[str] = ""  # "job" | "pipeline"
+
+
 @dataclass
-class Prepared:
+class Prepared(PreparedWork):
     """A job after overrides, conversion and validation: ready for a backend."""
+
+    kind: ClassVar[str] = "job"
 
     job: CommandJob  # amldist.model model; never a component or legacy spec at this point
     source: str  # the YAML file it came from (as given on the command line)
     base_dir: str  # absolute folder that relative paths (code:, input paths) resolve against
     warnings: list = field(default_factory=list)  # validator Diagnostics of severity warning/note
+
+
+PreparedJob = Prepared  # the name that says what it is beside PreparedPipeline
