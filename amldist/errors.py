@@ -2,8 +2,12 @@
 
 The CLI turns a UserError into one ``error: ...`` line (plus ``hint: ...`` when
 there is one) and an exit code; anything else is a bug and keeps its traceback
-behind AMLDIST_DEBUG=1.
+behind ``--debug``.
 """
+
+# How to get the Azure extra (azure-ai-ml, azure-identity), named the same in every hint: these are the
+# public packages themselves, so the line works on any machine (amldist is installed from its repository).
+INSTALL_AZURE = "pip install azure-ai-ml azure-identity (amldist's [azure] extra: pip install '.[azure]' in its clone)"
 
 
 class UserError(Exception):

@@ -13,7 +13,8 @@ import os
 import re
 from contextlib import contextmanager
 
-from amldist.errors import UserError
+from amldist.errors import INSTALL_AZURE, UserError
+from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
 from amldist.rules import paths
 
 __all__ = ["InteropError", "to_azure", "rest_body"]
@@ -129,10 +130,12 @@ def to_azure(spec, *, base_dir=None, add_runtime: bool = True):
     except ImportError as exc:
         raise UserError(
             f"azure-ai-ml is not installed ({exc.name} is missing)",
-            hint="pip install 'amldist[azure]'",
+            hint=INSTALL_AZURE,
         ) from None
     from marshmallow.exceptions import ValidationError as MarshmallowError
     from azure.ai.ml.exceptions import MlException
+
+    quiet_azure_ai_ml()  # its experimental-class notices: only with --debug
 
     kind = getattr(spec, "kind", None)
     if add_runtime:

@@ -78,7 +78,8 @@ def run(args) -> int:
 
 
 def _check_output(out: str, force: bool) -> None:
-    """Refuse OUT before converting: an existing one without --force, or anything but a regular file."""
+    """Refuse OUT before converting: an existing one without --force, or anything but a regular file
+    (usage mistakes: exit 2, as the exit-code table says)."""
     from amldist.errors import UserError
     from amldist.model.files import kind_of
 
@@ -87,16 +88,16 @@ def _check_output(out: str, force: bool) -> None:
     except FileNotFoundError:
         mode = None if not os.path.islink(out) else 0  # a dangling link: write_atomic would replace the link
     except OSError as exc:
-        raise UserError(f"cannot write {out}: {exc.strerror or exc}", exit_code=1) from None
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}", exit_code=2) from None
     if mode is not None:
         kind = kind_of(mode) if mode else "a link to nothing"
         if kind is not None:  # a folder, FIFO, device or socket is never replaced, --force or not
             raise UserError(f"cannot write {out}: it is {kind}, not a regular file",
-                            hint="name a regular file, or a new one", exit_code=1)
+                            hint="name a regular file, or a new one", exit_code=2)
         if not force:
-            raise UserError(f"{out} already exists; pass --force to replace it", exit_code=1)
+            raise UserError(f"{out} already exists; pass --force to replace it", exit_code=2)
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise UserError(f"cannot write {out}: its folder does not exist", exit_code=1)
+        raise UserError(f"cannot write {out}: its folder does not exist", exit_code=2)
 
 
 def _write(path: str, text: str) -> None:

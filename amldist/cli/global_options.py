@@ -69,6 +69,8 @@ def apply(found: set[str], command: str | None = None) -> None:
         return
     import logging
 
+    from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
+
     if "--debug" in found:
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
         logging.getLogger("azure").setLevel(logging.DEBUG)
@@ -81,6 +83,7 @@ def apply(found: set[str], command: str | None = None) -> None:
         # azure-identity logs every credential it tried at WARNING; amldist's error says what to do.
         logging.getLogger("azure").setLevel(logging.ERROR)
         logging.getLogger("azure.identity").setLevel(logging.CRITICAL)
+    quiet_azure_ai_ml()  # azure-ai-ml's "experimental class" notices, whichever command imports it
     if "--only-show-errors" in found:
         logging.getLogger().setLevel(logging.ERROR)
         warnings.simplefilter("ignore")
@@ -112,6 +115,12 @@ class ErrorsOnly:
         return getattr(self.stream, name)
 
 
+# Which arguments complete file or folder names, by their metavar (the sub-commands' modules need no
+# shtab import, and a new path argument named FILE, PATH, OUT or DIR completes without more code).
+FILE_METAVARS = ("FILE", "PATH", "OUT", "LEGACY.yaml")
+DIRECTORY_METAVARS = ("DIR",)
+
+
 def print_completion(parser, shell: str) -> int:
     try:
         import shtab
@@ -119,5 +128,18 @@ def print_completion(parser, shell: str) -> int:
         from amldist.errors import UserError
 
         raise UserError("completion scripts need shtab, which is not installed", hint="pip install shtab") from None
+    mark_paths(parser, shtab)
     print(shtab.complete(parser, shell=shell))
     return 0
+
+
+def mark_paths(parser, shtab) -> None:
+    """Give every path argument of ``parser`` and its sub-commands shtab's file or folder completion."""
+    for action in parser._actions:
+        if action.choices and hasattr(action.choices, "values"):  # sub-commands: their own parsers
+            for sub in set(action.choices.values()):
+                mark_paths(sub, shtab)
+        elif action.metavar in FILE_METAVARS:
+            action.complete = shtab.FILE
+        elif action.metavar in DIRECTORY_METAVARS:
+            action.complete = shtab.DIRECTORY

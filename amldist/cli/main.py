@@ -1,8 +1,7 @@
 """``amldist`` command line: ``main(argv) -> int``.
 
 One place turns a UserError into an ``error:`` line plus an optional ``hint:``
-line; any other exception is a bug and shows its traceback only when
-AMLDIST_DEBUG=1 is set.
+line; any other exception is a bug and shows its traceback only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help, --version, usage errors (2)
         return int(exc.code or 0)
     global_options.apply(flags, getattr(args, "command", None))
+    args.only_show_errors = "--only-show-errors" in flags  # for output that is not stderr (validate's findings)
     if getattr(args, "print_completion", None):
         return global_options.print_completion(parser, args.print_completion)
     if not getattr(args, "func", None):
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(
             f"error: internal error: {type(exc).__name__}: {escape_text(str(exc))} "
-            "(set AMLDIST_DEBUG=1 for a traceback and report it)",
+            "(run it again with --debug for a traceback, and report it)",
             file=sys.stderr,
         )
         return 3

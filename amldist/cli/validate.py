@@ -47,10 +47,22 @@ def run(args) -> int:
 
     result = check(args.paths, excludes=args.exclude, ignore_files=args.ignore_files, stdin_name=args.stdin_name,
                    skip_non_specs=args.skip_non_specs)
+    code = result.exit_code(strict=args.strict)
+    if getattr(args, "only_show_errors", False):  # the global flag: warnings and notes are neither shown nor counted
+        result = errors_only(result)
     reporter = REPORTERS[args.format]()
     sys.stdout.write(reporter.render(result))
     sys.stdout.flush()
     summary = None if args.quiet else reporter.summary(result)
     if summary:
         print(summary, file=sys.stderr)
-    return result.exit_code(strict=args.strict)
+    return code
+
+
+def errors_only(result):
+    """``result`` with only its ``error`` diagnostics (``--only-show-errors``); the exit code is computed before."""
+    from amldist.diagnostics import ERROR
+    from amldist.validate.result import CheckResult, FileResult
+
+    return CheckResult(tuple(FileResult(f.file, tuple(d for d in f.diagnostics if d.severity == ERROR))
+                             for f in result.files))

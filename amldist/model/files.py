@@ -40,10 +40,13 @@ class FileProblem(UserError):
 
     def __init__(self, path: str, code: str, reason: str, *, verb: str = "read", hint: str | None = None,
                  line: int = 0, col: int = 0):
-        if code == "missing":  # a path that is not there is a usage mistake (exit 2), as for every command
+        # A path that is not there, or names a folder/FIFO/device where a file belongs, is a usage mistake
+        # (exit 2, as for every command); a file that is there but cannot be used is the work failing (1).
+        if code == "missing":
             super().__init__(f"{path} does not exist", hint=hint, exit_code=2)
         else:
-            super().__init__(f"cannot {verb} {path}: {reason}", hint=hint, exit_code=1)
+            super().__init__(f"cannot {verb} {path}: {reason}", hint=hint,
+                             exit_code=2 if code == "not-a-regular-file" else 1)
         self.path, self.code, self.reason, self.line, self.col = path, code, reason, line, col
 
 

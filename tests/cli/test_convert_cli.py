@@ -57,7 +57,7 @@ def test_writes_out_and_never_overwrites_without_force(cli, legacy_file, tmp_pat
     first = out.read_text()
     out.write_text("# my edits\n")
     code, stdout, err = cli("convert", str(legacy_file), "-o", str(out), "--instance-count", "3")
-    assert code == 1
+    assert code == 2  # a usage mistake (the exit-code table)
     assert err.strip().count("\n") == 0 and "already exists" in err and "--force" in err
     assert out.read_text() == "# my edits\n"  # untouched
     code, _, err = cli("convert", str(legacy_file), "-o", str(out), "--force")
@@ -76,7 +76,7 @@ def test_paths_are_rewritten_for_another_folder(cli, legacy_file, tmp_path):
 
 def test_missing_output_folder(cli, legacy_file, tmp_path):
     code, _, err = cli("convert", str(legacy_file), "-o", str(tmp_path / "nope" / "v2.yaml"))
-    assert code == 1 and "folder does not exist" in err
+    assert code == 2 and "folder does not exist" in err
 
 
 def test_warnings_go_to_stderr(cli, tmp_path):

@@ -46,7 +46,7 @@ def test_special_files_are_refused_by_name_without_blocking(tmp_path, make, kind
     finished, result = _reads_within(path)
     assert finished, "reading a special file blocked"
     assert isinstance(result, FileProblem) and result.code == "not-a-regular-file"
-    assert kind in result.message and str(path) in result.message and result.exit_code == 1
+    assert kind in result.message and str(path) in result.message and result.exit_code == 2  # a usage mistake
 
 
 def test_a_socket_is_refused(tmp_path):

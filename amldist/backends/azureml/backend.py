@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from amldist.azure_sdk.code_snapshot import SnapshotPlan
 from amldist.backends.azureml.workspace import Workspace
-from amldist.errors import UserError
+from amldist.errors import INSTALL_AZURE, UserError
 from amldist.submit.prepared import Prepared, SubmitOptions
 
 SIGN_IN_HINT = (
@@ -78,6 +78,7 @@ class AzureMLBackend:
         from amldist.backends.azureml.workspace import require_workspace
         from amldist.azure_sdk.entities import rest_body
 
+        _require_azure(need_identity=False)  # the snapshot and the body are azure-ai-ml's: one line, not a crash
         if hasattr(prepared, "graph"):  # a pipeline: amldist.backends.azureml.pipeline
             from amldist.backends.azureml import pipeline
 
@@ -203,9 +204,8 @@ def _require_azure(*, need_identity: bool) -> None:
         try:
             importlib.import_module(module)
         except ImportError:
-            raise UserError(f"submitting to Azure ML needs {package}, which is not installed",
-                            hint="pip install 'amldist[azure]'; or run the job on this machine with --local"
-                            ) from None
+            raise UserError(f"submitting to Azure ML (and its --dry-run) needs {package}, which is not installed",
+                            hint=f"{INSTALL_AZURE}; or run the job on this machine with --local") from None
 
 
 def _first_line(text) -> str:

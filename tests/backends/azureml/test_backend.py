@@ -343,5 +343,5 @@ def test_missing_azure_packages_are_a_user_error(fake_azure, tmp_path, monkeypat
     monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class())  # no injected credential
     with pytest.raises(UserError) as caught:
         submit(make_project(tmp_path), SubmitOptions(**WS))
-    assert "azure-identity" in caught.value.message and "amldist[azure]" in caught.value.hint
+    assert "azure-identity" in caught.value.message and "pip install azure-ai-ml azure-identity" in caught.value.hint
     assert fake_azure.requests == []
