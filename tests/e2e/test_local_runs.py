@@ -55,7 +55,8 @@ def test_ranks_see_the_shell_environment_plus_exactly_the_planned_variables(tmp_
         expected = p.ranks[rank].added
         extra = {k: v for k, v in env.items() if k not in base or base[k] != v}
         if p.processes is not p.ranks:  # under the real mpirun: Open MPI adds its own plumbing
-            plumbing = ("OMPI_", "PMIX_", "PRTE_", "HWLOC_", "OPAL_", "LD_LIBRARY_PATH")
+            # DYLD_LIBRARY_PATH: set by the daemon's command on every host but mpirun's own (ssh or the local agent)
+            plumbing = ("OMPI_", "PMIX_", "PRTE_", "HWLOC_", "OPAL_", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")
             extra = {k: v for k, v in extra.items() if not k.startswith(plumbing) or k.startswith("OMPI_COMM_WORLD_")}
             extra.pop("OMPI_COMM_WORLD_NODE_RANK", None)  # mpirun's own value; not a variable Azure documents
             expected = {k: v for k, v in expected.items() if k != "OMPI_COMM_WORLD_NODE_RANK"}

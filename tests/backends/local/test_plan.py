@@ -84,13 +84,17 @@ def test_mpi_on_one_node_runs_the_real_mpirun(tmp_path):
     assert {r.added["OMPI_COMM_WORLD_LOCAL_SIZE"] for r in p.ranks} == {"3"}
 
 
-def test_mpi_on_several_nodes_is_emulated_per_node(tmp_path):
+def test_mpi_on_several_nodes_is_one_mpirun_with_the_nodes_as_hosts(tmp_path):
     p = make_plan(tmp_path, """
         command: python worker.py
         distribution: {type: mpi, process_count_per_instance: 2}
         resources: {instance_count: 2}
         """, mpirun="/opt/bin/mpirun")
-    assert p.processes is p.ranks and len(p.ranks) == 4
+    assert len(p.ranks) == 4 and len(p.processes) == 1
+    argv = p.processes[0].argv
+    assert argv[:3] == ["/opt/bin/mpirun", "-np", "4"]
+    assert argv[argv.index("--host") + 1] == "amldist-node-0:2,amldist-node-1:2"
+    assert "mpi_agent.py" in argv[argv.index("plm_rsh_agent") + 1]  # daemons started here, not over ssh
     master = f"127.0.0.1:{p.busy_port}"
     for index, rank in enumerate(p.ranks):
         local = index % 2
