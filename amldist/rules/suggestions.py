@@ -34,3 +34,10 @@ def suggest(word, candidates) -> str | None:
         if common >= best_len and (best is None or common > best[0]):
             best = (common, original)
     return best[1] if best else None
+
+
+def did_you_mean(word, candidates) -> str | None:
+    """``did you mean 'x'?`` for the closest candidate (:func:`suggest`), or None: the one wording of a
+    guess, in validate's hints, ``--input`` and ``component_to_job``."""
+    guess = suggest(word, candidates)
+    return f"did you mean {guess!r}?" if guess is not None else None

@@ -20,12 +20,12 @@ written in the YAML, which are relative to the file; URIs (``azureml:``,
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 import re
 
 from amldist.errors import UserError
 from amldist.rules import paths
+from amldist.rules.suggestions import did_you_mean
 from amldist.model.field_paths import field_path
 
 PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model"}
@@ -144,10 +144,9 @@ def apply_inputs(data: dict, values: dict, *, cwd: str | None = None, file: str 
         raise UserError(f"{file}: 'inputs' is not a mapping, so --input cannot set it")
     for name, value in values.items():
         if name not in inputs:
-            close = difflib.get_close_matches(name, list(inputs), n=1)
+            guess = did_you_mean(name, list(inputs))  # the one did-you-mean (amldist.rules.suggestions)
             raise UserError(
-                f"--input {name}: {file} declares no input named {name!r}"
-                + (f" (did you mean {close[0]!r}?)" if close else ""),
+                f"--input {name}: {file} declares no input named {name!r}" + (f" ({guess})" if guess else ""),
                 hint="declared inputs: " + (", ".join(inputs) or "none"),
             )
         current = inputs[name]
