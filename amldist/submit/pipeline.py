@@ -28,19 +28,18 @@ from __future__ import annotations
 import copy
 import graphlib
 import os
-import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from amldist.errors import UserError
+from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT, recognise
 from amldist.rules import paths
+from amldist.rules import pipeline_graph as graph
+from amldist.rules.pipeline_graph import pipeline_steps
 from amldist.submit.overrides import PATH_INPUT_TYPES, is_path_input
 from amldist.submit.prepared import PreparedWork
 
-_BINDING = re.compile(r"^\s*\$\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}\s*$")
-_ANY_BINDING = re.compile(r"\$\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}")
-_NODE_OVERRIDES = ("distribution", "resources", "limits", "environment_variables", "compute", "environment")
-MAX_DEPTH = 10  # nested pipeline components; a component that includes itself stops here
+_RUNNABLE = (COMMAND_COMPONENT, DISTRIBUTED_COMPONENT)
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ class Node:
 
     name: str  # qualified: "train", or "outer/inner" inside a nested pipeline component
     base_dir: str  # where the step's relative paths resolve (its component file's folder)
-    component: str | dict | None = None  # a local component file (absolute) or an inline component mapping
+    component: object = None  # a local component (a loaded ComponentFile) or an inline component mapping
     command_node: dict | None = None  # an inline command step, as written (minus inputs/outputs)
     inputs: dict = field(default_factory=dict)  # name -> literal | {"type", "path", ...} | OutputRef
     outputs: dict = field(default_factory=dict)  # name -> {"type": ...}
@@ -90,14 +89,28 @@ class Node:
                 data["code"] = paths.local_path(data["code"], self.base_dir)
             job = from_data({k: v for k, v in data.items() if v is not None}, file=f"step {self.name}")
         else:
-            component = self.component
-            if isinstance(component, dict):
-                component = from_data(component, file=f"step {self.name}")
-            job = component_to_job(component, inputs=values, base_dir=self.base_dir)
+            job = component_to_job(self._spec(), inputs=values, base_dir=self.base_dir, checked=True)
             if self.overrides:
-                job = from_data(_merge(job.to_dict(), self.overrides), file=f"step {self.name}")
+                job = from_data(graph.effective_job(job.to_dict(), self.overrides), file=f"step {self.name}")
         job.name = name
         return job
+
+    def _spec(self):
+        """The step's component as a typed spec, built once per component file (a legacy one converted
+        once; the pipeline's validation checked it already)."""
+        from amldist.model import from_data
+        from amldist.model.specs import DistributedComponent
+
+        holder = self.component.derived if isinstance(self.component, graph.ComponentFile) else {}
+        if "spec" not in holder:
+            data = self.component.data if isinstance(self.component, graph.ComponentFile) else self.component
+            spec = from_data(data, file=f"step {self.name}")
+            if isinstance(spec, DistributedComponent):
+                from amldist.authoring.convert import convert_legacy
+
+                spec = convert_legacy(spec, checked=True)
+            holder["spec"] = spec
+        return holder["spec"]
 
 
 @dataclass
@@ -107,6 +120,7 @@ class PipelineGraph:
     nodes: list[Node]  # ordered: every node after the ones it reads from
     outputs: dict  # pipeline output name -> OutputRef
     inputs: dict  # pipeline input name -> its value as resolved
+    local_problem: str | None = None  # why the whole pipeline cannot run here (a registered top component)
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
@@ -151,13 +165,35 @@ def prepare_pipeline(file: str, doc, text: str, *, sets=(), inputs=(), cwd: str,
 
 
 def resolve(data: dict, base_dir: str, file: str) -> PipelineGraph:
-    """The graph of a (validated) pipeline mapping; relative paths resolve against ``base_dir``."""
+    """The graph of a (validated) pipeline mapping; relative paths resolve against ``base_dir``.
+
+    The steps come from :func:`amldist.rules.pipeline_graph.pipeline_steps` (the typed tree, with the
+    bound on nesting and on the number of steps); a pipeline job written as ``component: ./x.yml``
+    runs that component's steps with the job's inputs over the component's defaults."""
+    steps = pipeline_steps(data, base_dir, file)
     pipeline_inputs = {k: _input_value(v, base_dir) for k, v in (data.get("inputs") or {}).items()}
-    nodes, outputs = _resolve_jobs(data.get("jobs") or {}, pipeline_inputs, base_dir, file, prefix="", depth=0)
-    if not nodes:
+    top, problem = graph.top_component(data, base_dir), None
+    if top is not None:
+        if top.data is None:
+            raise UserError(f"{file}: component {data.get('component')!r}: {top.problem}")
+        pipeline_inputs = _component_inputs(top.data, pipeline_inputs, os.path.dirname(top.path))
+    elif isinstance(data.get("component"), str) and "jobs" not in data:
+        problem = (f"its component {data['component'].strip()!r} is registered in a workspace; "
+                   "point component: at a local copy of the pipeline component's YAML")
+    nodes, outputs = _resolve_jobs(steps, pipeline_inputs, file, prefix="")
+    if not nodes and problem is None:
         raise UserError(f"{file}: the pipeline has no steps (jobs:)")
     return PipelineGraph(data.get("name"), data.get("display_name"), _ordered(nodes, file), outputs,
-                         pipeline_inputs)
+                         pipeline_inputs, problem)
+
+
+def _component_inputs(component: dict, given: dict, folder: str) -> dict:
+    """A pipeline component's inputs: the values given (a job's, or a step's), else the defaults."""
+    out = {}
+    for key, port in (component.get("inputs") or {}).items():
+        value = given.get(key)
+        out[key] = value if value is not None else _input_value(port, folder)
+    return out
 
 
 @dataclass(frozen=True)
@@ -170,136 +206,128 @@ class _StepRef:
     output: str
 
 
-def _resolve_jobs(jobs: dict, parent_inputs: dict, base_dir: str, file: str, prefix: str, depth: int):
-    """(nodes, this level's pipeline outputs -> OutputRef) for one level of ``jobs``."""
+def _resolve_jobs(steps: list, parent_inputs: dict, file: str, prefix: str):
+    """(nodes, this level's pipeline outputs -> OutputRef) for one level of steps."""
     nodes: list[Node] = []
     bound_outputs: dict = {}  # this level's ${{parent.outputs.z}} -> OutputRef
     aliases: dict = {}  # (step, output) of a nested pipeline step -> the inner OutputRef
-    for step, node in jobs.items():
-        where = f"{file}: jobs.{step}"
-        if not isinstance(node, dict):
-            raise UserError(f"{where} is not a mapping")
-        qualified = prefix + str(step)
-        node_type = str(node.get("type", "command")).lower()
-        ref = node.get("component")
-        values = {key: _bind_input(value, parent_inputs, base_dir, f"{where}.inputs.{key}", prefix)
-                  for key, value in (node.get("inputs") or {}).items()}
-        if node_type == "pipeline":
-            sub_nodes, sub_outputs = _nested(qualified, ref, values, base_dir, where, depth)
+    for step in steps:
+        where = f"{step.file}: jobs.{step.name}"
+        values = {key: _bind_input(value, parent_inputs, step.base_dir, f"{where}.inputs.{key}", prefix)
+                  for key, value in (step.node.get("inputs") or {}).items()}
+        if step.type == "pipeline" and step.children is not None:
+            sub_inputs = _component_inputs(step.component_data, values, step.component_dir)
+            sub_nodes, sub_outputs = _resolve_jobs(step.children, sub_inputs, step.component.path
+                                                   if step.component else file, step.qualified + "/")
             nodes += sub_nodes
-            aliases.update({(str(step), k): v for k, v in sub_outputs.items()})
-            _bind_outputs(node, str(step), bound_outputs, aliases)
+            aliases.update({(step.name, k): v for k, v in sub_outputs.items()})
+            _bind_outputs(step.node, step.name, bound_outputs, aliases)
             continue
-        item = Node(qualified, base_dir, inputs=values)
-        if node_type != "command":
-            item.local_problem = f"a {node_type} step does not run on this machine"
-        elif isinstance(ref, str) and not paths.is_local(ref):
-            item.local_problem = f"component {ref!r} is registered in a workspace, not a local file"
-        elif isinstance(ref, str):
-            item.component = paths.local_path(ref, base_dir)
-            item.base_dir = os.path.dirname(item.component)
-        elif isinstance(ref, dict):
-            item.component = copy.deepcopy(ref)
-        elif "command" in node:
-            item.command_node = {k: v for k, v in node.items() if k not in ("inputs", "outputs", "type")}
-        else:
-            item.local_problem = "it has neither a component nor a command"
-        item.overrides = {k: node[k] for k in _NODE_OVERRIDES if k in node and item.command_node is None}
-        for key, value in (node.get("outputs") or {}).items():
+        item = _node(step, values)
+        for key, value in (step.node.get("outputs") or {}).items():
             out_type = value.get("type", "uri_folder") if isinstance(value, dict) else "uri_folder"
             item.outputs[key] = {"type": out_type}
-            binding = _binding_of(value.get("path") if isinstance(value, dict) else value)
-            if binding and binding[0] == "outputs" and len(binding) == 2:
-                bound_outputs[binding[1]] = OutputRef(qualified, key)
-        _declared_outputs(item)
+            binding = graph.whole_binding(value.get("path") if isinstance(value, dict) else value)
+            if binding is not None and binding.output:
+                bound_outputs[binding.output] = OutputRef(step.qualified, key)
+        _declared_outputs(item, step)
         nodes.append(item)
-    names = {str(s) for s in jobs}
-    for item in nodes:  # this level's step references, in its own steps and in nested ones
+    _link_level(nodes, {s.name for s in steps}, aliases, prefix, file)
+    return nodes, bound_outputs
+
+
+def _link_level(nodes: list, names: set, aliases: dict, prefix: str, file: str) -> None:
+    """This level's step references, in its own steps and in nested ones, made OutputRefs."""
+    for item in nodes:
         for key, value in item.inputs.items():
             if isinstance(value, _StepRef) and value.level == prefix:
                 if value.step not in names:
                     raise UserError(f"{file}: step {item.name} reads from {value.step!r}, which is not a step")
                 item.inputs[key] = aliases.get((value.step, value.output), OutputRef(prefix + value.step,
                                                                                      value.output))
-    return nodes, bound_outputs
 
 
-def _nested(qualified, ref, values, base_dir, where, depth):
-    """The steps of a nested pipeline component, with the node's inputs as its parent inputs."""
-    from amldist.model import read_document
+_AZURE_ONLY = "runs only on Azure ML"
 
-    if depth >= MAX_DEPTH:
-        raise UserError(f"{where}: pipeline components nested more than {MAX_DEPTH} deep")
-    if not isinstance(ref, str) or not paths.is_local(ref):
-        raise UserError(f"{where}: a nested pipeline must be a local component file (component: ./sub.yml)")
-    path = paths.local_path(ref, base_dir)
-    _, doc = read_document(path)
-    sub = doc.data if isinstance(doc.data, dict) else {}
-    sub_inputs = {}
-    for key, port in (sub.get("inputs") or {}).items():
-        given = values.get(key)
-        sub_inputs[key] = given if given is not None else _input_value(port, os.path.dirname(path))
-    # An input fed by an outer step reaches the inner steps as the outer level's _StepRef, which
-    # the outer level replaces once all its steps are known.
-    return _resolve_jobs(sub.get("jobs") or {}, sub_inputs, os.path.dirname(path), path,
-                         prefix=qualified + "/", depth=depth + 1)
+
+def _node(step, values: dict) -> Node:
+    """The node of a step that is not a (local) nested pipeline, with why it cannot run here, if so."""
+    item = Node(step.qualified, step.component_dir, inputs=values)
+    data = step.component_data
+    if step.source == graph.REGISTERED:
+        item.local_problem = (f"component {step.reference!r} is registered in a workspace; point component: "
+                              "at a local copy of its YAML")
+    elif step.type != "command":
+        item.local_problem = f"a {step.type} step {_AZURE_ONLY}; submit without --local, or make it a command step"
+    elif step.source == graph.LOCAL_FILE and data is None:
+        raise UserError(f"{step.file}: jobs.{step.name}.component: {step.component.problem}")
+    elif data is not None and recognise(data) not in _RUNNABLE:
+        item.local_problem = (f"its component is a {recognise(data) or 'kind amldist does not know'}, which "
+                              f"{_AZURE_ONLY}; submit without --local")
+    elif step.source == graph.COMMAND:
+        item.command_node = {k: v for k, v in step.node.items() if k not in ("inputs", "outputs", "type")}
+    elif data is None:
+        item.local_problem = "it has neither a component nor a command"
+    else:
+        item.component = step.component if step.source == graph.LOCAL_FILE else copy.deepcopy(data)
+        item.overrides = {k: step.node[k] for k in graph.NODE_OVERRIDES if k in step.node}
+    item.local_problem = item.local_problem or _asset_inputs(step, values)
+    return item
+
+
+def _asset_inputs(step, values: dict) -> str | None:
+    """Why a step cannot run here because an input is an Azure ML data asset with no local copy."""
+    for key, value in values.items():
+        path = value.get("path") if isinstance(value, dict) else None
+        if isinstance(path, str) and paths.kind_of(path) == paths.ASSET:
+            written = step.node["inputs"][key]
+            binding = graph.whole_binding(written.get("path") if isinstance(written, dict) else written)
+            instead = (f"--input {binding.input}=./local/copy" if binding is not None and binding.input
+                       and "/" not in step.qualified else f"--set jobs.{step.name}.inputs.{key}.path=./local/copy")
+            return f"input {key!r} is the Azure ML data asset {path!r}, not on this machine; pass {instead}"
+    return None
 
 
 def _bind_outputs(node: dict, step: str, bound_outputs: dict, aliases: dict) -> None:
     for key, value in (node.get("outputs") or {}).items():
-        binding = _binding_of(value.get("path") if isinstance(value, dict) else value)
-        if binding and binding[:1] == ["outputs"] and len(binding) == 2 and (step, key) in aliases:
-            bound_outputs[binding[1]] = aliases[(step, key)]
+        binding = graph.whole_binding(value.get("path") if isinstance(value, dict) else value)
+        if binding is not None and binding.output and (step, key) in aliases:
+            bound_outputs[binding.output] = aliases[(step, key)]
 
 
-def _declared_outputs(item: Node) -> None:
+def _declared_outputs(item: Node, step) -> None:
     """A component step writes every output its component declares, bound or not."""
-    spec = item.component
-    if isinstance(spec, str):
-        from amldist.model import read_document
-
-        try:
-            _, doc = read_document(spec)
-        except UserError:
-            return  # component_to_job reports it with its own words
-        spec = doc.data
-    if isinstance(spec, dict):
-        for key, port in (spec.get("outputs") or {}).items():
-            out_type = port.get("type", "uri_folder") if isinstance(port, dict) else "uri_folder"
-            item.outputs.setdefault(key, {"type": out_type})
-
-
-def _binding_of(value) -> list[str] | None:
-    """``${{parent.a.b}}`` (the whole string) -> ["a", "b"]; None for anything else."""
-    match = _BINDING.match(value) if isinstance(value, str) else None
-    return match.group(1).split(".") if match else None
+    spec = step.component_data if item.local_problem is None and item.command_node is None else None
+    for key, port in ((spec or {}).get("outputs") or {}).items():
+        out_type = port.get("type", "uri_folder") if isinstance(port, dict) else "uri_folder"
+        item.outputs.setdefault(key, {"type": out_type})
 
 
 def _bind_input(value, parent_inputs: dict, base_dir: str, where: str, level: str):
     """A step input's value: a literal, a data path, a parent input's value, or a step reference
     (a :class:`_StepRef` until every step of this level is known)."""
     target = value.get("path", value.get("value")) if isinstance(value, dict) else value
-    binding = _binding_of(target)
+    binding = graph.whole_binding(target)
     if binding is None:
-        if isinstance(target, str) and _ANY_BINDING.search(target):
+        if graph.bindings(target):
             # "--lr=${{parent.inputs.lr}}": literal text around parent inputs
-            return _ANY_BINDING.sub(lambda m: _literal_text(m.group(1), parent_inputs, where), target)
+            return graph.PARENT.sub(lambda m: _literal_text(m.group(1), parent_inputs, where), target)
         return _input_value(value, base_dir)
-    if binding[0] == "inputs" and len(binding) == 2:
-        if binding[1] not in parent_inputs:
-            raise UserError(f"{where}: the pipeline has no input {binding[1]!r}")
-        bound = parent_inputs[binding[1]]
+    if binding.input is not None:
+        if binding.input not in parent_inputs:
+            raise UserError(f"{where}: the pipeline has no input {binding.input!r}")
+        bound = parent_inputs[binding.input]
         if isinstance(value, dict) and isinstance(bound, dict):
             return {**value, **bound, "type": value.get("type", bound.get("type"))}
         return bound
-    if binding[0] == "jobs" and len(binding) == 4 and binding[2] == "outputs":
-        return _StepRef(level, binding[1], binding[3])
-    raise UserError(f"{where}: amldist cannot resolve ${{{{parent.{'.'.join(binding)}}}}}",
+    if binding.step_output is not None:
+        return _StepRef(level, *binding.step_output)
+    raise UserError(f"{where}: amldist cannot resolve {binding.text}",
                     hint="bind to ${{parent.inputs.NAME}} or ${{parent.jobs.STEP.outputs.NAME}}")
 
 
 def _literal_text(path: str, parent_inputs: dict, where: str) -> str:
-    parts = path.split(".")
+    parts = [p.strip() for p in path.split(".")]
     if len(parts) == 2 and parts[0] == "inputs" and parts[1] in parent_inputs:
         value = parent_inputs[parts[1]]
         if not isinstance(value, (dict, _StepRef, OutputRef)):
@@ -320,20 +348,6 @@ def _input_value(value, base_dir: str):
             return out
         return value.get("value", value.get("default"))
     return value
-
-
-def _merge(base: dict, over: dict) -> dict:
-    """``over`` laid on ``base``, mappings merged key by key (a step's resources over its component's)."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "distribution":
-            out[key] = _merge(out[key], value)
-        elif key == "distribution" and isinstance(value, dict) and isinstance(out.get(key), dict) \
-                and str(value.get("type", out[key].get("type"))).lower() == str(out[key].get("type")).lower():
-            out[key] = {**out[key], **value}  # same launcher: the step adjusts the counts
-        else:
-            out[key] = value
-    return out
 
 
 def _ordered(nodes: list[Node], file: str) -> list[Node]:

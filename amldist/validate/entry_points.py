@@ -92,7 +92,7 @@ def _rules(ctx, kind: str, data: dict) -> None:
     elif kind in (PIPELINE_JOB, PIPELINE_COMPONENT):
         from amldist.validate.pipeline import check_pipeline
 
-        check_pipeline(ctx, data)
+        check_pipeline(ctx, data, validate_text)  # its components are validated as files of their own
     else:
         command_rules.check_command(ctx, ("command",), data.get("command"), inputs, outputs)
         rules.check_sizes(ctx, data.get("distribution"), data.get("resources"),

@@ -5,10 +5,15 @@
   ``${{parent.jobs.<node>.outputs.y}}`` must name a node (``unknown-job``) and,
   when that node's outputs are known (inline, or from a component file), one of
   them (``undeclared-output``). Bindings are looked for in every string of a node.
-- ``component: ./x.yml`` (a local file that exists) is loaded once per process;
-  a node input or output the component does not declare is an error
-  (``unknown-input`` / ``unknown-output``); a missing file is a warning
-  (``missing-component``), one that cannot be read is an error (``invalid-component``).
+- ``component: ./x.yml`` (a local file that exists) is loaded once per process
+  (:func:`amldist.rules.pipeline_graph.load_component_file`, which ``submit`` and the backends
+  read too) and validated once, like a file of its own: its errors are reported at its own file
+  and line (a nested pipeline component's step names and bindings included; its warnings show
+  when it is validated itself). A node input or output the component (command, legacy or
+  pipeline) does not declare is an error (``unknown-input`` / ``unknown-output``); a missing file
+  is an error (``missing-component``), one that cannot be read is an error (``invalid-component``).
+- ``too-many-steps`` / ``nested-too-deep``: more than ``MAX_STEPS`` steps once nested pipeline
+  components are expanded, or nesting deeper than ``MAX_DEPTH`` (one line, at ``jobs``).
 - ``missing-environment`` (warning): an inline command step (``command:`` and
   no ``component:``) without an ``environment``. azure-ai-ml 1.35.2 loads the
   pipeline, but its ``_validate()`` (run by ``jobs.create_or_update``) refuses it
@@ -22,30 +27,65 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import re
 
 from amldist.model.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
                                  distribution_kind, recognise)
 from amldist.diagnostics import ERROR, WARNING
+from amldist.rules import pipeline_graph as graph
 from amldist.validate import command_rules, rules, templates
 from amldist.rules.suggestions import suggest
 
 _CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
-_INTERFACE_KINDS = (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT)
-_PARENT = re.compile(r"\$\{\{\s*parent\.([^{}]*?)\s*\}\}")
+_INTERFACE_KINDS = (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT)
 
 
 def load_component(path: str):
     """The component mapping at ``path`` or a str saying why it cannot be used."""
-    from amldist.validate.documents import cached_document
-
-    text, doc, problem = cached_document(path)
-    if text is None:
-        return problem.message
+    found = graph.load_component_file(path)
+    problem = found.problem
+    if problem is not None and hasattr(problem, "col"):  # SpecLoadError / FileProblem: say where, not the path
+        prefix = f"{getattr(problem, 'file', '')}:{problem.line}:{problem.col}: "
+        reason = getattr(problem, "reason", None) or problem.message.removeprefix(prefix)
+        return f"line {problem.line}: {reason}" if problem.line else reason
     if problem is not None:
-        return f"line {problem.line}: {problem.message}"
-    return doc.data if isinstance(doc.data, dict) else "it is not a mapping"
+        return problem.message
+    return found.data if found.data is not None else "it is not a mapping"
+
+
+def component_errors(found, validate_text) -> list:
+    """The errors of a loaded component file, validated once per process as a file of its own
+    (``validate_text``: the entry point's, handed down so that this module does not import it)."""
+    if "errors" not in found.derived:
+        found.derived["errors"] = []  # a component that includes itself: the nesting bound reports it
+        if found.doc is not None:
+            diagnostics = validate_text(found.text, found.path, explicit=False, base_dir=os.path.dirname(found.path),
+                                        _parsed=(found.doc, None))
+            found.derived["errors"] = [d for d in diagnostics if d.severity == ERROR]
+    return found.derived["errors"]
+
+
+def _check_tree(ctx, data: dict, validate_text) -> None:
+    """The bounds on nesting and the errors of every local component the steps name, at their own files."""
+    if ctx.base_dir is None:
+        return
+    try:
+        steps = graph.pipeline_steps(data, ctx.base_dir, ctx.file)
+    except graph.PipelineTooLarge as exc:
+        code = "nested-too-deep" if "deep" in exc.message else "too-many-steps"
+        ctx.emit(("jobs",) if "jobs" in data else ("component",), ERROR, code, exc.message.split(": ", 1)[-1],
+                 exc.hint)
+        return
+    if validate_text is None:
+        return
+    top = graph.top_component(data, ctx.base_dir)
+    files = [top] if top is not None else []
+    files += [s.component for s in steps if s.component is not None]
+    for found in dict.fromkeys(files):
+        for diagnostic in component_errors(found, validate_text):  # named as the pipeline is: relative when it is
+            shown = diagnostic.file if os.path.isabs(ctx.file) else os.path.relpath(diagnostic.file)
+            ctx.out.append(dataclasses.replace(diagnostic, file=shown))
 
 
 def _strings(value, path):
@@ -59,7 +99,7 @@ def _strings(value, path):
             yield from _strings(item, path + (index,))
 
 
-def check_pipeline(ctx, data: dict) -> None:
+def check_pipeline(ctx, data: dict, validate_text=None) -> None:
     inputs, outputs = rules.ports(data, "inputs"), rules.ports(data, "outputs")
     jobs = rules.declared(data.get("jobs"))
     node_outputs: dict = {}
@@ -76,6 +116,7 @@ def check_pipeline(ctx, data: dict) -> None:
             continue  # a remote, missing, unreadable or unmodelled component: its outputs are unknown
         if None not in outs:  # a malformed outputs section (the schema's error) leaves them unknown too
             node_outputs[name] = set().union(*outs)
+    _check_tree(ctx, data, validate_text)
     settings = rules.declared(data.get("settings"))
     # azure-ai-ml does not check a pipeline component's bindings: what amldist finds there is a warning
     severity = WARNING if recognise(data) == PIPELINE_COMPONENT else ERROR
@@ -122,10 +163,8 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
     path = ("jobs", name)
     _control_flow(ctx, name, node)
     for value_path, text in _strings(node, path):
-        if "${{" in text:
-            for match in _PARENT.finditer(text):
-                parts = tuple(p.strip() for p in match.group(1).split("."))
-                check_binding(ctx, value_path, match.group(0), parts, inputs, outputs, jobs, node_outputs, severity)
+        for binding in graph.bindings(text):
+            check_binding(ctx, value_path, binding.text, binding.parts, inputs, outputs, jobs, node_outputs, severity)
     node_inputs, node_outs = rules.ports(node, "inputs"), rules.ports(node, "outputs")
     if reads_interface(component):
         comp_inputs, comp_outputs = rules.ports(component, "inputs"), rules.ports(component, "outputs")
@@ -135,7 +174,7 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
             for key in given:
                 if key not in declared:
                     guess = suggest(str(key), list(declared))
-                    ctx.emit(path + (kind + "s", key), ERROR, f"unknown-{kind}",
+                    ctx.emit(path + (kind + "s", key), _port_severity(component), f"unknown-{kind}",
                              f"jobs.{name}.{kind}s.{key}: the component declares no {kind} {key!r}",
                              f"did you mean {guess!r}?" if guess else
                              (f"its {kind}s: {', '.join(map(str, declared))}" if declared else f"it has no {kind}s"))
@@ -150,6 +189,12 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
     if not templates.check_environment_reference(ctx, node.get("environment"), path + ("environment",)):
         rules.check_environment(ctx, node, path)
     _node_sizes(ctx, node, component, path)
+
+
+def _port_severity(component: dict) -> str:
+    """A port a pipeline component does not declare is a warning: azure-ai-ml 1.35.2 accepts the
+    pipeline without a word (the value then reaches no step); a command component's is an error."""
+    return WARNING if recognise(component) == PIPELINE_COMPONENT else ERROR
 
 
 def _control_flow(ctx, name, node) -> None:

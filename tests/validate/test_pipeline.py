@@ -229,8 +229,9 @@ def test_malformed_inputs_and_outputs_sections_are_reported_once(tmp_path):
     # one wrong-type each; the names used in commands and bindings are not also called undeclared
     assert summary(diags) == [("wrong-type", "error", "inputs", 2), ("wrong-type", "error", "jobs.prep.inputs", 8),
                               ("wrong-type", "error", "jobs.prep.outputs", 9)]
-    # a component whose inputs are malformed (its own file's error): the node's inputs are not each unknown
-    assert write(tmp_path, """\
+    # a component whose inputs are malformed: its own file's error, at its own file and line; the node's
+    # inputs are not each unknown
+    diags = write(tmp_path, """\
         type: pipeline
         jobs:
           train:
@@ -238,4 +239,5 @@ def test_malformed_inputs_and_outputs_sections_are_reported_once(tmp_path):
             component: ./components/train.yml
             inputs:
               data: azureml:d@latest
-        """, component=COMPONENT.replace("inputs:\n  data:\n    type: uri_folder\n", "inputs: [data]\n")) == []
+        """, component=COMPONENT.replace("inputs:\n  data:\n    type: uri_folder\n", "inputs: [data]\n"))
+    assert [(d.file.endswith("components/train.yml"), d.code, d.line) for d in diags] == [(True, "wrong-type", 5)]

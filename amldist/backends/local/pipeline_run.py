@@ -75,10 +75,7 @@ class PipelinePlan:
 def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ=None) -> PipelinePlan:
     """Everything the local pipeline run will do (see the module docstring); starts and writes nothing."""
     graph = prepared.graph
-    refused = [f"{n.name} ({n.local_problem})" for n in graph.nodes if n.local_problem]
-    if refused:
-        raise UserError(f"{prepared.source}: step(s) amldist cannot run locally: {'; '.join(refused)}",
-                        hint="submit the pipeline to Azure ML (without --local), or remove those steps")
+    refuse_what_cannot_run_here(prepared)
     run_root = os.path.abspath(options.run_root)
     requested = options.name or graph.name
     name = job_name(requested, run_root, explicit=bool(requested))
@@ -103,6 +100,20 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     budget = options.max_parallel or os.cpu_count() or 1
     data = prepared.job.to_dict() if hasattr(prepared.job, "to_dict") else {}
     return PipelinePlan(name, run_dir, prepared.source, steps, outputs, budget, dump_yaml(mask_tree(data)))
+
+
+def refuse_what_cannot_run_here(prepared: PreparedPipeline) -> None:
+    """One line for the pipeline, then one per step that cannot run on this machine, each saying
+    what to pass instead (see :mod:`amldist.submit.pipeline`); nothing has started yet."""
+    graph = prepared.graph
+    if graph.local_problem:
+        raise UserError(f"{prepared.source}: the pipeline cannot run locally: {graph.local_problem}")
+    refused = [f"step {n.name}: {n.local_problem}" for n in graph.nodes if n.local_problem]
+    if len(refused) == 1:
+        raise UserError(f"{prepared.source}: {refused[0]}")
+    if refused:
+        raise UserError(f"{prepared.source}: {len(refused)} steps cannot run locally:\n  " + "\n  ".join(refused),
+                        hint="submit the pipeline to Azure ML (without --local), or change those steps")
 
 
 def describe_pipeline(pp: PipelinePlan, *, cwd: str | None = None) -> str:
