@@ -178,3 +178,179 @@ def test_builders_cli_validator_and_submit_agree_on_process_counts(tmp_path, val
     except UserError:  # SpecInvalid, or the loader's own refusal (a 101-digit integer is no count)
         submitted = False
     assert submitted == valid
+
+
+# ---- the command line's dry runs: `submit --local --dry-run` and `submit --dry-run` (Azure, nothing sent) ----
+
+def dry_runs(cli, path, *options) -> dict:
+    """(exit code, stdout + stderr) of the local and the Azure dry run of ``path``."""
+    return {where: cli("submit", str(path), *extra, "--dry-run", *options)
+            for where, extra in (("local", ("--local",)), ("azure", ()))}
+
+
+def azure_body(out: str) -> dict:
+    import json
+
+    return json.loads(out)["request"]["body"]["properties"]
+
+
+# ---- shm_size: a number above 0 and a unit (amldist.rules.shm_size) ---------------------------------
+
+SHM_CASES = [("16g", True), ("3100m", True), ("1b", True), ("016G", True), ("0g", False), ("00m", False),
+             ("lots", False), ("16gb", False), ("1.5g", False), ("g", False), ("-1g", False)]
+
+
+def test_the_schema_holds_the_shm_size_rule():
+    import json
+
+    from amldist.rules import shm_size
+    from tests.conftest import ROOT
+
+    defs = json.loads((ROOT / "amldist" / "schemas" / "common.schema.json").read_text())["$defs"]
+    assert defs["shmSize"]["pattern"] == shm_size.PATTERN
+    assert defs["shmSize"]["x-amldist-hint"] == shm_size.HINT
+    assert defs["shmSize"]["x-amldist-expected"] == shm_size.EXPECTED
+    assert defs["shmSizeOrBinding"]["pattern"].startswith("^(" + shm_size.PATTERN[1:-1] + "|")
+
+
+@pytest.mark.parametrize("value,valid", SHM_CASES)
+def test_builders_convert_validate_and_both_dry_runs_agree_on_shm_size(cli, tmp_path, monkeypatch, value, valid):
+    from amldist.rules import shm_size
+
+    monkeypatch.chdir(tmp_path)
+    assert shm_size.is_shm_size(value) == valid, "the rule"
+    try:
+        amldist.pytorch_job(command="python t.py", environment=ENV, shm_size=value)
+        built = True
+    except BuilderError as exc:
+        built = False
+        assert exc.field == "shm_size" and exc.hint == shm_size.HINT
+    assert built == valid, "builders"
+    legacy = tmp_path / "legacy.yml"
+    legacy.write_text("type: DistributedComponent\nname: c\nversion: 1\nlauncher:\n  type: mpi\n"
+                      "  additional_arguments: python t.py\nenvironment:\n  docker:\n    image: ubuntu\n")
+    try:
+        amldist.convert_legacy(str(legacy), shm_size=value)
+        converted = True
+    except UserError as exc:
+        converted = False
+        assert exc.message == f"shm_size: {shm_size.message(value)}"
+    assert converted == valid, "convert"
+    text = f"type: command\ncommand: python t.py\nenvironment: {ENV}\nresources:\n  shm_size: '{value}'\n"
+    errors = [d for d in validate_text(text) if d.severity == "error"]
+    assert (not errors) == valid, "validate"
+    assert all(d.field == "resources.shm_size" for d in errors)
+    (tmp_path / "job.yml").write_text(text)
+    runs = dry_runs(cli, tmp_path / "job.yml")
+    for where, (code, out, err) in runs.items():
+        assert code == (0 if valid else 1), (where, err)
+        assert valid or "resources.shm_size" in err, where
+    if valid:
+        assert azure_body(runs["azure"][1])["resources"]["shmSize"] == value
+
+
+# ---- the letter case of `type:` (amldist.model.kinds.type_word) -------------------------------------
+
+TYPE_CASES = [  # distribution type and data input type as written -> what every layer reads
+    ("pytorch", "uri_folder", "pytorch"),
+    ("PyTorch", "URI_FOLDER", "pytorch"),
+    ("MPI", "Uri_Folder", "mpi"),
+    ("Mpi", "uri_FOLDER", "mpi"),
+]
+AZURE_DISTRIBUTION = {"pytorch": "PyTorch", "mpi": "Mpi"}
+
+
+@pytest.mark.parametrize("dist,input_type,folded", TYPE_CASES)
+def test_every_layer_folds_the_case_of_types_the_same_way(cli, tmp_path, monkeypatch, dist, input_type, folded):
+    from amldist.model.kinds import is_data_type, type_word
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    assert type_word(dist) == folded and is_data_type(input_type), "the rule"
+    builder = {"pytorch": amldist.pytorch_job, "mpi": amldist.mpi_job}[folded]
+    job = builder(command="python t.py ${{inputs.d}} ${{outputs.m}}", environment=ENV, process_count_per_instance=2,
+                  inputs={"d": {"type": input_type, "path": "./data"}}, outputs={"m": input_type})
+    assert job.distribution.kind == folded and job.outputs["m"] == {"type": input_type}, "builders"
+    text = (f"type: command\ncommand: python t.py ${{{{inputs.d}}}}\nenvironment: {ENV}\n"
+            f"distribution:\n  type: {dist}\n  process_count_per_instance: 2\n"
+            f"inputs:\n  d:\n    type: {input_type}\n    path: ./data\n")
+    assert [d for d in validate_text(text, base_dir=str(tmp_path)) if d.severity != "note"] == [], "validate"
+    (tmp_path / "job.yml").write_text(text)
+    runs = dry_runs(cli, tmp_path / "job.yml")
+    code, out, err = runs["local"]
+    assert code == 0, err
+    assert f": {folded}, 2 process(es)" in out.splitlines()[0], "--local"
+    assert f"AMLDIST_IN_0_d={tmp_path / 'data'}" in out, "--local reads the input as data"
+    code, out, err = runs["azure"]
+    assert code == 0, err
+    body = azure_body(out)
+    assert body["distribution"]["distributionType"] == AZURE_DISTRIBUTION[folded], "Azure"
+    assert body["inputs"]["d"]["jobInputType"] == "uri_folder", "Azure"
+
+
+# ---- `--input NAME=...` with a name the spec does not declare: one did-you-mean ------------------------
+
+INPUT_CASES = [  # the name given, the inputs declared, the guess every layer makes (None: no guess)
+    ("lrr", ("lr", "epochs"), "lr"),
+    ("LR", ("lr", "epochs"), "lr"),
+    ("epoch", ("lr", "epochs"), "epochs"),
+    ("training_data", ("train_data", "lr"), "train_data"),
+    ("zzz", ("lr", "epochs"), None),
+]
+
+
+@pytest.mark.parametrize("given,declared,guess", INPUT_CASES)
+def test_submit_and_component_to_job_suggest_the_same_input(cli, tmp_path, monkeypatch, given, declared, guess):
+    from amldist.rules.suggestions import did_you_mean, suggest
+
+    monkeypatch.chdir(tmp_path)
+    assert suggest(given, declared) == guess, "the rule"
+    wording = did_you_mean(given, declared)
+    ports = "".join(f"  {name}: 1\n" for name in declared)
+    (tmp_path / "job.yml").write_text(f"type: command\ncommand: python t.py\nenvironment: {ENV}\ninputs:\n{ports}")
+    for where, (code, out, err) in dry_runs(cli, tmp_path / "job.yml", "--input", f"{given}=1").items():
+        assert code == 2 and f"declares no input named {given!r}" in err, (where, err)
+        assert (wording in err) if guess else ("did you mean" not in err), (where, err)
+    component = amldist.model.loads(
+        "type: command\nname: c\nversion: 1\ncommand: python t.py\nenvironment: azureml:e:1\ninputs:\n"
+        + "".join(f"  {name}: {{type: integer, default: 1}}\n" for name in declared))
+    with pytest.raises(UserError) as refused:
+        amldist.component_to_job(component, inputs={given: 1})
+    assert (wording in refused.value.message) if guess else ("did you mean" not in refused.value.message)
+
+
+# ---- process_count_per_instance: pytorch and mpi only (amldist.rules.process_counts) ------------------
+
+PROCESS_CASES = [("pytorch", True), ("MPI", True), ("tensorflow", False), ("ray", False), (None, False)]
+
+
+@pytest.mark.parametrize("dist,takes", PROCESS_CASES)
+def test_every_layer_gives_processes_per_node_to_pytorch_and_mpi_only(cli, tmp_path, monkeypatch, dist, takes):
+    import inspect
+
+    from amldist.rules import process_counts
+
+    monkeypatch.chdir(tmp_path)
+    assert process_counts.takes_process_count(dist) == takes, "the rule"
+    if dist is not None:  # the builders offer the argument exactly where the rule allows it
+        builder = {"pytorch": amldist.pytorch_job, "mpi": amldist.mpi_job,
+                   "tensorflow": amldist.tensorflow_job}.get(dist.lower())
+        if builder is not None:
+            assert ("process_count_per_instance" in inspect.signature(builder).parameters) == takes, "builders"
+    distribution = f"distribution:\n  type: {dist}\n" if dist else ""
+    base = f"command: python t.py\nenvironment: {ENV}\n{distribution}"
+    written = base + ("  process_count_per_instance: 2\n" if dist else "")
+    errors = [d for d in validate_text("type: command\n" + written) if d.severity == "error"]
+    assert (not errors) == (takes or dist is None), "validate"
+    (tmp_path / "job.yml").write_text("type: command\n" + base)
+    for where, (code, out, err) in dry_runs(cli, tmp_path / "job.yml", "--process-count-per-instance", "2").items():
+        assert (code == 0) == takes, (where, err)
+        assert takes or "applies to pytorch and mpi" in err, (where, err)
+    component = amldist.model.loads("type: command\nname: c\nversion: 1\n" + base)
+    try:
+        amldist.component_to_job(component, process_count_per_instance=2)
+        ran = True
+    except UserError as exc:
+        ran = False
+        assert exc.hint == process_counts.HINT
+    assert ran == takes, "component_to_job"

@@ -11,14 +11,10 @@ import os
 import re
 
 from amldist.errors import UserError
-from amldist.rules import counts
+from amldist.model.kinds import is_data_type
+from amldist.rules import counts, shm_size as shm_size_rule
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# The REST API's pattern for shmSize is "\d+[bBkKmMgG]" and its description asks for a number
-# greater than 0; anchored here so that "16gb" or "1.5g" are refused instead of cut short.
-_SHM_SIZE = re.compile(r"^[0-9]+[bBkKmMgG]$")
-# ML v2 data (non-literal) input and output types
-DATA_TYPES = ("uri_folder", "uri_file", "mltable", "mlflow_model", "custom_model", "triton_model")
 
 
 class BuilderError(UserError):
@@ -53,14 +49,11 @@ def text(field: str, value, *, required: bool = False):
 
 
 def shm_size(value):
-    """A docker size such as ``"16g"``: digits, then one of b k m g (any case), above 0."""
+    """A docker size such as ``"16g"`` (:mod:`amldist.rules.shm_size`); surrounding spaces are dropped."""
     if value is None:
         return None
-    if not isinstance(value, str) or not _SHM_SIZE.match(value.strip()) or int(value.strip()[:-1]) == 0:
-        raise BuilderError(
-            "shm_size", f"must be a size like '16g' (a number above 0, then b, k, m or g), got {value!r}",
-            hint="e.g. shm_size='16g'; Azure's default is '2g'",
-        )
+    if not (isinstance(value, str) and shm_size_rule.is_shm_size(value.strip())):
+        raise BuilderError("shm_size", shm_size_rule.message(value), hint=shm_size_rule.HINT)
     return value.strip()
 
 
@@ -158,7 +151,7 @@ def outputs(value):
         return None
     out = {}
     for name, field, item in _ports("outputs", value, "mappings"):
-        if isinstance(item, str) and item in DATA_TYPES:
+        if is_data_type(item):  # a bare type name, in any letter case as a job's ports take it
             item = {"type": item}
         if not isinstance(item, dict) or "type" not in item:
             raise BuilderError(

@@ -10,11 +10,13 @@ import os
 import re
 
 from amldist.rules import placeholders
-from amldist.authoring.arguments import DATA_TYPES, count
+from amldist.authoring.arguments import count
 from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy
 from amldist.errors import UserError
-from amldist.rules import paths
+from amldist.rules import paths, process_counts
 from amldist.rules.booleans import is_optional
+from amldist.rules.suggestions import did_you_mean
+from amldist.model.kinds import is_data_type
 from amldist.model import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -71,7 +73,9 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
     declared = component.inputs or {}
     unknown = sorted(set(given) - set(declared))
     if unknown:
-        raise UserError(f"unknown input(s) {', '.join(unknown)}",
+        guess = did_you_mean(unknown[0], list(declared))
+        raise UserError(f"unknown input(s) {', '.join(unknown)}: the component declares no such input"
+                        + (f" ({guess})" if guess else ""),
                         hint=f"the component's inputs are: {', '.join(sorted(declared)) or 'none'}")
     out = {}
     for name, port in declared.items():
@@ -80,7 +84,7 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
             if not is_optional(port):
                 raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')})")
             continue
-        if port.get("type") in DATA_TYPES:
+        if is_data_type(port.get("type")):
             data = {"type": port["type"], **(value if isinstance(value, dict) else {"path": str(value)})}
             data["path"] = _local(data.get("path"), os.getcwd())
             out[name] = data
@@ -111,8 +115,9 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
     command = placeholders.drop_unset_groups(component.command or "", set(job_inputs), placeholders.V2)
     dist = Distribution.from_dict(component.distribution.to_dict()) if component.distribution else None
     if process_count_per_instance is not None:
-        if dist is None or dist.kind not in ("pytorch", "mpi"):
-            raise UserError("process_count_per_instance applies to pytorch and mpi distributions only")
+        if dist is None or not process_counts.takes_process_count(dist.type):
+            raise UserError(process_counts.message("process_count_per_instance", dist and dist.type, "the component"),
+                            hint=process_counts.HINT)
         dist.process_count_per_instance = count("process_count_per_instance", process_count_per_instance)
     res = Resources.from_dict(component.resources.to_dict()) if component.resources else Resources()
     res.instance_count = count("instance_count", instance_count) or res.instance_count

@@ -38,6 +38,7 @@ import re
 import warnings
 
 from amldist.rules import paths, placeholders
+from amldist.rules.shm_size import HINT as SHM_SIZE_HINT, is_shm_size, message as shm_size_message
 from amldist.authoring.arguments import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
@@ -48,9 +49,9 @@ from amldist.authoring.legacy_builder import (
     command_problems,
     normalize_launcher,
     v2_port_type,
-    validator,
 )
 from amldist.model import CommandComponent, DistributedComponent, Distribution, Resources, loads
+from amldist.validate import validate_file, validate_text
 
 V2_COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
 DEFAULT_IMAGE = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04:latest"
@@ -181,7 +182,7 @@ def _additional_includes(path: str | None) -> list | None:
 
 def check_file(path: str, what: str) -> None:
     """Raise a ConversionError holding the validator's errors for the file, if it has any."""
-    errors = errors_in(validator().validate_file(path))
+    errors = errors_in(validate_file(path))
     if errors:
         raise ConversionError(f"{path} is not a valid {what} ({len(errors)} error(s))", errors)
 
@@ -192,7 +193,7 @@ def load_legacy(spec_or_path) -> tuple[DistributedComponent, str | None]:
     if isinstance(spec_or_path, (str, os.PathLike)):
         path = os.fspath(spec_or_path)
         text = read_text(path)  # read once; a missing or special file is its own one-line error
-        errors = errors_in(validator().validate_text(text, path, base_dir=os.path.dirname(os.path.abspath(path))))
+        errors = errors_in(validate_text(text, path, base_dir=os.path.dirname(os.path.abspath(path))))
         if errors:
             raise ConversionError(f"{path} is not a valid legacy spec ({len(errors)} error(s))", errors)
         spec = loads(text, file=path)
@@ -230,8 +231,8 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
     if problems:
         code, message, hint = problems[0]
         raise ComponentSpecError(code, message, hint=hint)
-    if shm_size is not None and not re.fullmatch(r"\d+[bBkKmMgG]", str(shm_size)):
-        raise UserError(f"shm_size must look like 2g or 512m, got {shm_size!r}")
+    if shm_size is not None and not is_shm_size(str(shm_size)):
+        raise UserError(f"shm_size: {shm_size_message(shm_size)}", hint=SHM_SIZE_HINT)
     timeout = count("timeout_seconds", timeout_seconds)
     code = legacy.code if legacy.code is not None else "."
     # v2 tags are strings; legacy ones may be numbers, booleans or empty

@@ -18,7 +18,9 @@ from __future__ import annotations
 from amldist.rules.command_checks import command_findings
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
+from amldist.model.kinds import type_word
 from amldist.model.specs import DistributedComponent, Launcher
+from amldist.validate import validate_spec
 
 LEGACY_SCHEMA = "https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json"
 LAUNCHERS = ("torch.distributed", "mpi")
@@ -37,10 +39,11 @@ class ComponentSpecError(UserError):
 
 def normalize_launcher(value) -> str:
     """The canonical launcher name (case-insensitive), or a ComponentSpecError."""
-    if isinstance(value, str) and value.strip().lower() in LAUNCHERS:
-        return value.strip().lower()
+    word = type_word(value)
+    if word in LAUNCHERS:
+        return word
     hint = "use launcher='torch.distributed' (PyTorch, one process per GPU) or launcher='mpi'"
-    if isinstance(value, str) and value.strip().lower() in ("pytorch", "torch", "tensorflow"):
+    if word in ("pytorch", "torch", "tensorflow"):
         hint = f"the legacy spec has no {value!r} launcher; " + hint
     raise ComponentSpecError("unknown-launcher", f"unknown launcher {value!r}", hint=hint)
 
@@ -53,7 +56,7 @@ def command_problems(command: str, inputs: dict | None, outputs: dict | None) ->
 
 
 def _data_type(name: str) -> str | None:
-    lowered = name.lower()
+    lowered = type_word(name) or ""
     if lowered == "anyfile" or (lowered.endswith("file") and lowered != "file"):
         return "uri_file"
     if lowered in ("path", "anydirectory") or lowered.endswith("directory"):
@@ -68,7 +71,7 @@ def v2_port_type(legacy_type, *, enum=None, where: str = "type") -> str:
         if None not in kinds:
             return "uri_file" if kinds == {"uri_file"} else "uri_folder"
     elif isinstance(legacy_type, str):
-        lowered = legacy_type.lower()
+        lowered = type_word(legacy_type)
         if lowered == "enum" and not (isinstance(enum, list) and enum):
             raise ComponentSpecError("missing-enum", f"{where}: type Enum needs a non-empty 'enum' list")
         v2 = _PRIMITIVE.get(lowered) or _data_type(legacy_type)
@@ -161,20 +164,13 @@ def distributed_component(
     return spec
 
 
-def validator():
-    """``amldist.validate``, imported on first use: building a spec object does not need it."""
-    from amldist import validate
-
-    return validate
-
-
 def first_validation_error(spec):
     """The validator's first error for ``spec`` and its one-line text, or None when it has none.
 
     The text counts the errors left out, so that a builder refusing with the first one still
     says how many more ``amldist validate`` would show.
     """
-    errors = errors_in(validator().validate_spec(spec))
+    errors = errors_in(validate_spec(spec))
     if not errors:
         return None
     first = errors[0]

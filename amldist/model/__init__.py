@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from amldist.errors import UserError
-from amldist.model.kinds import detect_kind
+from amldist.model.kinds import NOT_A_SPEC, NOT_A_SPEC_HINT, detect_kind
 from amldist.model.yamlio import YamlDocument, YamlError, dump_yaml, load_yaml
 
 if TYPE_CHECKING:  # annotations only; the model itself loads on first use
@@ -52,11 +52,7 @@ class SpecLoadError(UserError):
 def from_data(data, *, file: str = "<data>") -> "Spec":
     kind = detect_kind(data)
     if kind is None:
-        raise SpecLoadError(
-            file, 1, 1, "not-a-spec",
-            "not a spec amldist knows (a command job, command component, pipeline job or DistributedComponent)",
-            hint="set 'type:' (command, pipeline or DistributedComponent) or '$schema:'",
-        )
+        raise SpecLoadError(file, 1, 1, "not-a-spec", NOT_A_SPEC, hint=NOT_A_SPEC_HINT)
     from amldist.model.specs import SPEC_CLASSES
 
     return SPEC_CLASSES[kind].from_dict(data)

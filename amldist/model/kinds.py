@@ -56,6 +56,11 @@ _TYPE_KINDS = {
 _JOB_ONLY_KEYS = ("compute", "experiment_name", "limits", "services", "identity", "settings")
 
 
+# What every reader says of a document that is no kind amldist validates (the loader, validate, submit).
+NOT_A_SPEC = "not a spec amldist knows (a command job, command component, pipeline job or DistributedComponent)"
+NOT_A_SPEC_HINT = "set 'type:' (command, pipeline or DistributedComponent) or '$schema:'"
+
+
 def is_legacy_type(value) -> bool:
     return isinstance(value, str) and value.split("@", 1)[0].lower() == "distributedcomponent"
 
@@ -72,8 +77,7 @@ def schema_segment(schema) -> str | None:
 
 
 def _type_of(data: dict) -> str | None:
-    value = data.get("type")
-    return value.strip().lower() if isinstance(value, str) and value.strip() else None
+    return type_word(data.get("type"))
 
 
 def _job_or_component(data: dict, type_: str | None) -> str | None:
@@ -141,7 +145,24 @@ def detect_kind(data) -> str | None:
     return kind if kind in VALIDATED else None
 
 
-def distribution_kind(value) -> str | None:
-    """A distribution ``type`` value lower-cased, as azure-ai-ml matches it; None for no text.
-    The one place amldist folds its case (model, rules, backends and builders call this)."""
+def type_word(value) -> str | None:
+    """A ``type:`` value -- a document's, a distribution's, a pipeline node's, an input's or an output's --
+    as azure-ai-ml matches it: trimmed and lower-cased; None when it is no text.
+
+    The one place amldist folds a type's case: the model, the rules, the validator, the builders and
+    the backends call this (or :func:`is_data_type`) rather than ``.lower()`` on their own.
+    """
     return value.strip().lower() if isinstance(value, str) and value.strip() else None
+
+
+distribution_kind = type_word  # the name its callers use for ``distribution.type``
+
+
+# ML v2 data (non-literal) input and output types. A job's ports take them in any letter case (as
+# azure-ai-ml does); a component's must be written in lower case (azure-ai-ml refuses ``URI_FOLDER`` there).
+DATA_TYPES = ("uri_folder", "uri_file", "mltable", "mlflow_model", "custom_model", "triton_model")
+
+
+def is_data_type(value) -> bool:
+    """Whether a port's ``type`` names data (a path is bound) rather than a literal value."""
+    return type_word(value) in DATA_TYPES

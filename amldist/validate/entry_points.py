@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 
 from amldist.diagnostics import ERROR, NOTE, Diagnostic
-from amldist.model.kinds import DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT, PIPELINE_JOB, detect_kind, recognise
+from amldist.model.kinds import (DISTRIBUTED_COMPONENT, NOT_A_SPEC, NOT_A_SPEC_HINT, PIPELINE_COMPONENT, PIPELINE_JOB,
+                                 detect_kind, recognise)
 from amldist.validate import command_rules, rules, schema_check, templates
 from amldist.validate.context import Context
 from amldist.validate.documents import cached_document, parse
@@ -46,10 +47,8 @@ def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, b
     if other is not None:  # an Azure ML kind amldist does not check: a note, never another kind's errors
         return _diag(file, NOTE, "skipped-kind", f"a {other} file: amldist does not validate this kind; skipped")
     if kind is None:
-        return _diag(file, skipped, "not-a-spec",
-                     "not a spec amldist knows (a command job, command component, pipeline job or "
-                     "DistributedComponent)" + ("; skipped" if not explicit else ""),
-                     "set 'type:' (command, pipeline or DistributedComponent) or '$schema:'" if explicit else None)
+        return _diag(file, skipped, "not-a-spec", NOT_A_SPEC + ("; skipped" if not explicit else ""),
+                     NOT_A_SPEC_HINT if explicit else None)
     return validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text)
 
 
@@ -66,7 +65,7 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
     """Diagnostics for a loaded document (positions are 0:0 without a YamlDocument)."""
     kind = kind or detect_kind(data)
     if kind is None:
-        return _diag(file, ERROR, "not-a-spec", "not a spec amldist knows", line=0 if doc is None else 1,
+        return _diag(file, ERROR, "not-a-spec", NOT_A_SPEC, NOT_A_SPEC_HINT, line=0 if doc is None else 1,
                      col=0 if doc is None else 1)
     if kind not in SCHEMA_FILES:
         raise ValueError(f"unknown spec kind {kind!r}; expected one of {', '.join(KINDS)}")

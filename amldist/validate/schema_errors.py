@@ -18,7 +18,7 @@ from __future__ import annotations
 from amldist.diagnostics import ERROR, WARNING, Diagnostic
 from amldist.model.field_paths import field_path
 from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT
-from amldist.rules.suggestions import suggest
+from amldist.rules.suggestions import did_you_mean
 from amldist.validate.schema_store import HINT, MISPLACED, UNKNOWN_KEYS
 from amldist.validate.schema_wording import CODES, choices, describe, show, words_of
 
@@ -95,13 +95,13 @@ class Reporter:
                     self.emit(path + (key,), severity, "unknown-key",
                               f"is not allowed here ({DROPS})" if drops else "is not allowed here", misplaced[key])
                     continue
-                guess = suggest(str(key), known)
+                guess = did_you_mean(str(key), known)
                 text = f"unknown key {key!r} in {where}"
                 note = unknown_key_note(path, self.kind, key) if severity == WARNING else None
                 if note:
                     text += f" ({note})"
                 if guess:
-                    tip = f"did you mean {guess!r}?"
+                    tip = guess
                 else:  # a warning lists what is allowed; an error may carry the schema's own hint
                     tip = _allowed(known) if severity == WARNING else hint or _allowed(known)
                 self.emit(path + (key,), severity, "unknown-key", text, tip)
@@ -121,9 +121,9 @@ class Reporter:
             tip, code, text = hint, CODES.get(kw, "invalid-value"), describe(error)
             if kw in ("enum", "const", "pattern"):
                 allowed = words_of(error.schema)
-                guess = suggest(error.instance, [str(w) for w in allowed])
+                guess = did_you_mean(error.instance, [str(w) for w in allowed])
                 if guess:
-                    tip = _join(hint, f"did you mean {guess!r}?")
+                    tip = _join(hint, guess)
                 if kw == "pattern" and allowed:  # a caseless word list written as a pattern
                     code, text = "invalid-value", f"{show(error.instance)} is not one of: {choices(allowed)}"
             key = error.params.get("property_name")  # propertyNames: at the key, not at its mapping

@@ -4,7 +4,8 @@ import pytest
 
 from amldist import model as spec
 from amldist.errors import UserError
-from amldist.authoring.legacy_builder import LEGACY_SCHEMA, ComponentSpecError, distributed_component, validator
+from amldist import validate
+from amldist.authoring.legacy_builder import LEGACY_SCHEMA, ComponentSpecError, distributed_component
 from amldist.model.yamlio import load_yaml
 
 COMMAND = "python train.py --data {inputs.data} [--lr {inputs.lr}] --epochs {inputs.epochs} --out {outputs.model}"
@@ -84,7 +85,6 @@ def test_required_input_inside_a_group_is_fine():
 
 
 def test_passes_the_validator():
-    validate = validator()
     for launcher in ("mpi", "torch.distributed"):
         component = build(launcher=launcher, code=".")
         errors = [d for d in validate.validate_spec(component) if d.severity == "error"]

@@ -6,6 +6,7 @@ import warnings
 
 import pytest
 
+import amldist
 from tests.conftest import ROOT
 
 pytestmark = [

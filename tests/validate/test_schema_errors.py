@@ -48,7 +48,7 @@ def test_a_caseless_word_pattern_lists_the_words_and_suggests():
 
 
 @pytest.mark.parametrize("text, field, words", [
-    (JOB + "resources:\n  shm_size: lots\n", "resources.shm_size", "a number followed by a unit b, k, m or g"),
+    (JOB + "resources:\n  shm_size: lots\n", "resources.shm_size", "a number above 0 followed by a unit b, k, m or g"),
     (COMPONENT.replace("name: c", "name: Train"), "name",
      "a name of lower-case letters, digits and underscores, starting with a letter"),
     (JOB + "environment_variables:\n  'A=B': x\n", "environment_variables", "a variable name, which cannot contain '='"),
