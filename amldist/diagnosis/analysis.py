@@ -1,0 +1,146 @@
+"""From every rank's log, exit code and end time to one :class:`Diagnosis`: which rank failed
+first, why, and what to change.
+
+"First" is by time: the rank whose failure came earliest (its recorded end time locally, the
+last timestamp of its log on Azure ML), never the lowest number. Ranks that only suffered
+another's failure (``Finding.consequence``: a peer that left, a collective timeout, a stop by
+the launcher) come after every rank with a cause of its own. When only such ranks failed, the
+cause is a rank that left: one that exited while the others still waited for it (``left-early``),
+or, after a collective timeout, the ranks that never reached it (``never-joined``). The stall
+watchdog's own line names the stuck rank outright.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from amldist.diagnosis.signatures import (STALL_RE, Context, Finding, RankLog, classify, lines_of, nccl_sockets,
+                                          signal_text, user_frame)
+
+TAIL_LINES = 20
+
+
+@dataclass
+class Diagnosis:
+    job: str
+    status: str | None
+    backend: str
+    rank: RankLog | None = None  # the first failing rank
+    finding: Finding | None = None
+    notes: list = field(default_factory=list)  # findings about the job besides the cause (e.g. NCCL on sockets)
+    step: str | None = None  # for a pipeline: the failed step
+    ranks: list = field(default_factory=list)  # every RankLog, in rank order
+
+    @property
+    def exit_code(self) -> int:
+        """0 when a cause was found (or nothing failed), 1 when the job failed for a reason not named."""
+        if self.rank is None:
+            return 1 if self.status == "Failed" else 0
+        return 1 if self.finding is None else 0
+
+    def tail(self, lines: int = TAIL_LINES) -> str:
+        return "\n".join(self.rank.text.splitlines()[-lines:]) if self.rank is not None else ""
+
+
+def failed(log: RankLog, finding: Finding | None) -> bool:
+    return log.exit_code not in (None, 0) or (finding is not None and finding.signature != "nccl-sockets")
+
+
+def by_time(item: tuple[RankLog, Finding | None]) -> tuple:
+    log, finding = item
+    return (math.inf if log.ended is None else log.ended, finding is None, -1 if log.rank is None else log.rank)
+
+
+def diagnose(logs: list[RankLog], ctx: Context, *, job: str, status: str | None, backend: str) -> Diagnosis:
+    found = [(log, classify(log, ctx)) for log in logs]
+    result = Diagnosis(job, status, backend, ranks=logs)
+    result.notes = sockets_notes(logs, ctx)
+    stuck = stalled(found)
+    if stuck is not None:
+        result.rank, result.finding = stuck
+        return result
+    failing = [(log, f) for log, f in found if failed(log, f)]
+    causes = sorted(((log, f) for log, f in failing if f is None or not f.consequence), key=by_time)
+    if causes:
+        result.rank, result.finding = causes[0]
+        return result
+    waiting = sorted(failing, key=by_time)
+    if not waiting:
+        return result
+    left = left_early(found, waiting)
+    result.rank, result.finding = left if left is not None else (never_joined(found, waiting) or waiting[0])
+    return result
+
+
+def stalled(found: list) -> tuple[RankLog, Finding] | None:
+    """The rank the watchdog named, with its stack's innermost user frame."""
+    for log, finding in found:
+        if finding is not None and finding.signature == "stall":
+            stuck = finding.ranks[0]
+            own = next((item for item in found if item[0].rank == stuck), None)
+            if own is None:
+                return log, finding
+            frame = stack_frame(own[0].text)
+            return own[0], Finding(**{**finding.__dict__, "consequence": False, "frame": frame})
+    return None
+
+
+def stack_frame(text: str) -> str | None:
+    """The user's innermost frame in the main thread's faulthandler stack (the last dump in the log)."""
+    lines = lines_of(text)
+    starts = [i for i, line in enumerate(lines) if re.match(r"(Current thread|Thread) 0x[0-9a-f]+", line)]
+    mains = [i for i in starts if "main thread" in lines[i].lower() or lines[i].startswith("Current thread")]
+    if not mains and not starts:
+        return None
+    start = (mains or starts)[-1]
+    frames = []
+    for line in lines[start + 1:]:
+        if not line.strip().startswith("File "):
+            break
+        frames.append(line.strip())
+    frames.reverse()  # faulthandler lists the most recent call first
+    return user_frame(frames)
+
+
+def left_early(found: list, waiting: list) -> tuple[RankLog, Finding] | None:
+    """A rank that ended (by itself, code 0 or not) before the first waiting rank failed."""
+    first = waiting[0][0].ended
+    for log, finding in sorted(found, key=by_time):
+        if log.ended is None or first is None or log.ended > first:
+            break
+        if finding is None or not finding.consequence:
+            others = ", ".join(str(w.rank) for w, _ in waiting if w.rank is not None)
+            line = f"{log.label} ended ({signal_text(log.exit_code)}) while ranks {others} still waited for it"
+            return log, Finding("left-early", line, f"{log.label} left the job while the others waited in a "
+                                "collective: every rank must reach the same collectives (and call "
+                                "amldist.runtime.destroy() at the end); see why it left in its log",
+                                field="command", ranks=[log.rank])
+    return None
+
+
+def never_joined(found: list, waiting: list) -> tuple[RankLog, Finding] | None:
+    """After a collective timeout: the ranks that did not time out are the ones that never came."""
+    timed_out = {log.rank for log, f in found if f is not None and f.signature == "collective-timeout"}
+    if not timed_out:
+        return None
+    absent = [log for log, f in found if log.rank not in timed_out]
+    if not absent:
+        return None
+    names = ", ".join(str(log.rank) for log in absent)
+    waited = next(f for log, f in found if f is not None and f.signature == "collective-timeout")
+    line = f"ranks {', '.join(str(r) for r in sorted(timed_out))} timed out in a collective; rank(s) {names} never joined it"
+    finding = Finding("never-joined", line, f"rank(s) {names} never reached the collective the others waited in "
+                      f"({waited.line[:200]}): look at where their logs end; every rank must call the same "
+                      "collectives", field="command", ranks=[log.rank for log in absent])
+    return absent[0], finding
+
+
+def sockets_notes(logs: list[RankLog], ctx: Context) -> list[Finding]:
+    """NCCL on sockets where InfiniBand is expected: said once for the job, whatever the cause."""
+    for log in logs:
+        finding = nccl_sockets(log, ctx)
+        if finding is not None:
+            return [finding]
+    return []

@@ -1,0 +1,57 @@
+"""A :class:`~amldist.diagnosis.analysis.Diagnosis` as text (for people) and as one JSON object."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+from amldist.diagnosis.analysis import Diagnosis
+from amldist.diagnosis.signatures import signal_text
+
+
+def when(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def to_json(d: Diagnosis) -> dict:
+    first = None
+    if d.rank is not None:
+        f = d.finding
+        first = {"rank": d.rank.rank, "label": d.rank.label, "node": d.rank.node, "exit_code": d.rank.exit_code,
+                 "ended": when(d.rank.ended), "signature": f.signature if f else None,
+                 "line": f.line if f else None, "log": d.rank.log, "hint": f.hint if f else None,
+                 "field": f.field if f else None, "frame": f.frame if f else None,
+                 "ranks": f.ranks if f else [], "tail": d.tail() if f is None else None}
+    return {"job": d.job, "backend": d.backend, "status": d.status, "step": d.step, "found_cause": d.exit_code == 0,
+            "first_failure": first,
+            "notes": [{"signature": n.signature, "line": n.line, "hint": n.hint, "field": n.field} for n in d.notes],
+            "ranks": [{"rank": r.rank, "label": r.label, "node": r.node, "exit_code": r.exit_code,
+                       "ended": when(r.ended), "log": r.log} for r in d.ranks]}
+
+
+def to_text(d: Diagnosis, *, cwd: str | None = None) -> str:
+    rel = lambda path: os.path.relpath(path, cwd or os.getcwd()) if os.path.isabs(path) else path
+    head = f"job {d.job}" + (f", step {d.step}" if d.step else "") + f": {d.status or 'unknown status'}"
+    lines = [head]
+    if d.rank is None:
+        lines.append("no rank failed" + ("" if d.status in ("Completed", None) else " (yet)"))
+    else:
+        r, f = d.rank, d.finding
+        node = f" on node {r.node}" if r.node is not None else ""
+        ended = f" at {when(r.ended)}" if r.ended is not None else ""
+        code = signal_text(r.exit_code) if r.exit_code is not None else "exit code unknown"
+        lines.append(f"first failure: {r.label}{node}, {code}{ended}")
+        if f is None:
+            lines.append("cause: not one amldist knows; the last lines of its log:")
+            lines += [f"  | {line}" for line in d.tail().splitlines()]
+        else:
+            lines.append(f"cause: {f.signature}: {f.line}")
+            if f.frame:
+                lines.append(f"  where: {f.frame}")
+            lines.append(f"fix: {f.hint}" + (f" [spec: {f.field}]" if f.field else ""))
+        lines.append(f"log: {rel(r.log)}")
+    for note in d.notes:
+        lines.append(f"note: {note.signature}: {note.line}; {note.hint} [spec: {note.field}]")
+    return "\n".join(lines)

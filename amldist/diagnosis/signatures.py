@@ -1,0 +1,259 @@
+"""Known ways a distributed rank fails: one pure function per signature, in one ordered table.
+
+Each function reads one rank's log tail and exit code (:class:`RankLog`) with what the job says
+(:class:`Context`: the VM size, processes per node, the job's variables) and returns a
+:class:`Finding` or None. The finding names the spec field to change (``field``) and says how.
+``consequence`` marks what a rank suffers because *another* rank failed (a peer that left, a
+collective that timed out waiting, a stop by the launcher): such ranks are never the first
+failure while a rank with a cause of its own exists.
+
+:data:`SIGNATURES` is the order they are tried in: specific messages first, then a Python
+exception, then what the exit code alone says (a signal).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import dataclasses
+from dataclasses import dataclass
+
+from amldist.rules.vm_sizes import VmSize
+
+STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) made no progress for ([\d.]+) ?s(?: at ([^;]*))?")
+TRACEBACK = "Traceback (most recent call last):"
+RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]:")  # torch prefixes error lines with [rankN]:
+
+
+@dataclass
+class RankLog:
+    """One rank as a failure is judged: its log's tail, exit code and the time it ended."""
+
+    rank: int | None
+    label: str  # "rank 3", "worker 1"
+    node: int | None
+    log: str  # where the log is (a path)
+    text: str  # the last part of the log
+    exit_code: int | None = None  # negative: killed by that signal; None: unknown or still running
+    ended: float | None = None  # seconds since the epoch; None when unknown
+
+
+@dataclass
+class Context:
+    vm_size: VmSize | None = None
+    process_count_per_instance: int | None = None
+    environment: dict = dataclasses.field(default_factory=dict)  # the job's environment_variables
+    world: int = 0
+
+
+@dataclass
+class Finding:
+    signature: str
+    line: str  # the log line that says it (or what was observed)
+    hint: str
+    field: str | None = None  # the spec field to change
+    consequence: bool = False
+    frame: str | None = None  # the user's frame, for an exception or a stall
+    ranks: list = dataclasses.field(default_factory=list)  # ranks it names (stuck, never joined, left early)
+
+
+def lines_of(text: str) -> list[str]:
+    return [RANK_PREFIX.sub("", line).rstrip() for line in text.splitlines()]
+
+
+def last_line(text: str, pattern: str, flags: int = re.IGNORECASE) -> str | None:
+    """The last line of ``text`` that matches ``pattern``."""
+    regex = re.compile(pattern, flags)
+    return next((line.strip() for line in reversed(lines_of(text)) if regex.search(line)), None)
+
+
+def signal_of(code: int | None) -> int | None:
+    """The signal that ended a process: -N from Python's returncode, 128+N from a shell or Azure ML."""
+    if code is None or code == 0:
+        return None
+    if code < 0:
+        return -code
+    return code - 128 if 128 < code < 160 else None
+
+
+def signal_text(code: int | None) -> str:
+    signum = signal_of(code)
+    if signum is None:
+        return f"exit code {code}"
+    try:
+        return f"exit code {code} ({signal.Signals(signum).name})"
+    except ValueError:
+        return f"exit code {code} (signal {signum})"
+
+
+def stall(log: RankLog, ctx: Context) -> Finding | None:
+    """amldist's stall watchdog stopped the job (amldist.runtime.watchdog): it names the stuck rank."""
+    line = last_line(log.text, STALL_RE.pattern, 0)
+    if line is None:
+        return None
+    match = STALL_RE.search(line)
+    stuck = int(match.group(1))
+    return Finding("stall", line, f"rank {stuck} made no progress for {match.group(2)} s; every rank's Python "
+                   "stack is in its log (the stuck rank's shows where it waits). Fix the code there, or raise "
+                   "the limit if a step legitimately takes that long",
+                   field="environment_variables.AMLDIST_STALL_TIMEOUT", consequence=log.rank != stuck,
+                   ranks=[stuck])
+
+
+def duplicate_gpu(log: RankLog, ctx: Context) -> Finding | None:
+    line = last_line(log.text, r"Duplicate GPU detected")
+    if line is None:
+        return None
+    gpus = ctx.vm_size.gpus if ctx.vm_size is not None else None
+    per_node = ctx.process_count_per_instance
+    known = (f" ({per_node} processes per node on {ctx.vm_size.name}, which has {gpus} GPUs)"
+             if gpus is not None and per_node is not None else "")
+    return Finding("duplicate-gpu", line, f"two ranks of a node use the same GPU{known}: set "
+                   "distribution.process_count_per_instance to the size's GPU count, and set each rank's device "
+                   "from LOCAL_RANK (amldist.runtime.init_distributed() does)",
+                   field="distribution.process_count_per_instance")
+
+
+def cuda_oom(log: RankLog, ctx: Context) -> Finding | None:
+    line = last_line(log.text, r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")
+    if line is None:
+        return None
+    memory = f" ({ctx.vm_size.gpu_memory_gb} GB per GPU on {ctx.vm_size.name})" if (
+        ctx.vm_size is not None and ctx.vm_size.gpu_memory_gb) else ""
+    return Finding("cuda-oom", line, f"the GPU ran out of memory{memory}: lower the per-GPU batch size, or pick "
+                   "a size with more GPU memory", field="resources.instance_type")
+
+
+def nccl_sockets(log: RankLog, ctx: Context) -> Finding | None:
+    """NCCL using TCP sockets where InfiniBand is there, or told not to use it."""
+    disabled = str(ctx.environment.get("NCCL_IB_DISABLE", "")).strip() not in ("", "0")
+    ib_size = ctx.vm_size is not None and ctx.vm_size.infiniband
+    line = last_line(log.text, r"NET/IB : No device found|NCCL_IB_DISABLE set by environment to 1"
+                     r"|Using network Socket|NET/Socket : Using")
+    if disabled and (line or ib_size):
+        return Finding("nccl-ib-disabled", line or "NCCL_IB_DISABLE is set in the job's environment_variables",
+                       "NCCL_IB_DISABLE keeps NCCL off InfiniBand (TCP sockets instead): remove it",
+                       field="environment_variables.NCCL_IB_DISABLE")
+    if line and ib_size:
+        return Finding("nccl-sockets", line, f"NCCL used TCP sockets on {ctx.vm_size.name}, an InfiniBand size: "
+                       "the image or its variables hide the InfiniBand devices (NCCL_IB_DISABLE, NCCL_NET, "
+                       "NCCL_SOCKET_IFNAME); run with AMLDIST_DEBUG=1 or 'python -m amldist.runtime --check'",
+                       field="environment_variables")
+    return None
+
+
+def shared_memory(log: RankLog, ctx: Context) -> Finding | None:
+    line = last_line(log.text, r"bus error|insufficient shared memory|unable to write to file </torch_"
+                     r"|No space left on device.*shm|/dev/shm")
+    if line is None and signal_of(log.exit_code) != signal.SIGBUS:
+        return None
+    return Finding("bus-error", line or f"{log.label} ended with {signal_text(log.exit_code)}",
+                   "a bus error is most often /dev/shm too small for DataLoader workers or NCCL: raise "
+                   "resources.shm_size (e.g. 16g), or use fewer DataLoader workers", field="resources.shm_size")
+
+
+def address_in_use(log: RankLog, ctx: Context) -> Finding | None:
+    line = last_line(log.text, r"address already in use|EADDRINUSE|errno: 98\b|\[Errno 98\]")
+    if line is None:
+        return None
+    return Finding("address-in-use", line, "the rendezvous port (MASTER_PORT) is taken on this node: a second "
+                   "launcher in the command (torchrun, mpirun, accelerate) or another process binds it. Start "
+                   "the script directly, or set another MASTER_PORT", field="environment_variables.MASTER_PORT")
+
+
+def collective_timeout(log: RankLog, ctx: Context) -> Finding | None:
+    """A rank that timed out waiting in a collective (or the rendezvous): it waited for others."""
+    line = last_line(log.text, r"Watchdog caught collective operation timeout|Timed out waiting \d+ ?ms for "
+                     r"(recv|send) operation|waiting for clients\. \d+/\d+ clients joined|Socket Timeout"
+                     r"|collective operation timeout")
+    if line is None:
+        return None
+    return Finding("collective-timeout", line, "this rank timed out in a collective that another rank never "
+                   "reached: every rank must call the same collectives in the same order",
+                   field="command", consequence=True)
+
+
+def peer_lost(log: RankLog, ctx: Context) -> Finding | None:
+    line = last_line(log.text, r"Connection closed by peer|Connection reset by peer|remote process exited"
+                     r"|NCCL communicator was aborted|ProcessGroupNCCL.*(aborted|terminated)|Broken pipe"
+                     r"|recvBytes failed|connect\(\) timed out")
+    if line is None:
+        return None
+    return Finding("peer-lost", line, "another rank left the job while this one was talking to it",
+                   field=None, consequence=True)
+
+
+def python_exception(log: RankLog, ctx: Context) -> Finding | None:
+    """The last traceback in the log: its last line and the innermost frame of the user's code."""
+    lines = lines_of(log.text)
+    starts = [i for i, line in enumerate(lines) if line.strip() == TRACEBACK]
+    if not starts:
+        return None
+    frames, message = [], None
+    for line in lines[starts[-1] + 1:]:
+        if line.lstrip().startswith('File "'):
+            frames.append(line.strip())
+        elif frames and line and not line[0].isspace():
+            message = line.strip()
+            break
+    if message is None:
+        return None
+    if message.startswith(("KeyboardInterrupt", "SystemExit")) and signal_of(log.exit_code) is not None:
+        return None  # a stop signal turned into an exception: the signal says more
+    frame = user_frame(frames)
+    return Finding("python-exception", message, "the training code raised" + (f" at {frame}" if frame else "")
+                   + ": fix it there (the job's code and command)", field="command", frame=frame)
+
+
+def user_frame(frames: list[str]) -> str | None:
+    """The innermost frame that is the user's (not the standard library, site-packages or amldist)."""
+    library = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen |amldist/runtime/|^File \"<")
+    for frame in reversed(frames):
+        if not library.search(frame):
+            return frame
+    return frames[-1] if frames else None
+
+
+def killed(log: RankLog, ctx: Context) -> Finding | None:
+    """SIGKILL (-9 or 137) with nothing else in the log: on a training node almost always the OOM killer."""
+    if signal_of(log.exit_code) != signal.SIGKILL:
+        return None
+    line = last_line(log.text, r"^Killed\b|oom[-_ ]kill|Out of memory: Killed process") or (
+        f"{log.label} ended with {signal_text(log.exit_code)}")
+    memory = f" of {ctx.vm_size.name}" if ctx.vm_size is not None else ""
+    return Finding("oom-killed", line, f"killed by SIGKILL, most often the kernel's OOM killer when the node's "
+                   f"memory{memory} runs out (see dmesg on the node): use fewer DataLoader workers or processes "
+                   "per node, load less data at once, or pick a size with more memory",
+                   field="resources.instance_type")
+
+
+def stopped(log: RankLog, ctx: Context) -> Finding | None:
+    """SIGTERM: the launcher (amldist locally, Azure ML on a node) stops the other ranks after a failure."""
+    if signal_of(log.exit_code) not in (signal.SIGTERM, signal.SIGINT):
+        return None
+    return Finding("stopped", f"{log.label} ended with {signal_text(log.exit_code)}",
+                   "stopped by the launcher because another rank failed", consequence=True)
+
+
+def other_signal(log: RankLog, ctx: Context) -> Finding | None:
+    signum = signal_of(log.exit_code)
+    if signum is None or signum in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGBUS):
+        return None
+    line = last_line(log.text, r"Segmentation fault|Fatal Python error|core dumped|Aborted") or (
+        f"{log.label} ended with {signal_text(log.exit_code)}")
+    return Finding("signal", line, "the process crashed in native code: the log's last lines (and "
+                   "PYTHONFAULTHANDLER=1 in environment_variables for a Python stack) say where",
+                   field="environment_variables.PYTHONFAULTHANDLER")
+
+
+# Tried in this order; the first that answers is the rank's finding.
+SIGNATURES = (stall, duplicate_gpu, cuda_oom, shared_memory, address_in_use, collective_timeout, peer_lost,
+              python_exception, nccl_sockets, killed, stopped, other_signal)
+
+
+def classify(log: RankLog, ctx: Context) -> Finding | None:
+    for signature in SIGNATURES:
+        found = signature(log, ctx)
+        if found is not None:
+            return found
+    return None
