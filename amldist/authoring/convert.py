@@ -208,6 +208,20 @@ def load_legacy(spec_or_path) -> tuple[DistributedComponent, str | None]:
     return spec, path
 
 
+def _legacy_command(legacy) -> str:
+    """The legacy launcher's arguments as one command, checked against the declared ports."""
+    arguments = legacy.launcher.additional_arguments if legacy.launcher else None
+    if isinstance(arguments, list):  # some legacy specs list the arguments
+        arguments = " ".join(str(part) for part in arguments)
+    if not isinstance(arguments, str) or not arguments.strip():
+        raise ComponentSpecError("missing-command", "launcher.additional_arguments (the command) is missing")
+    problems = command_problems(arguments, legacy.inputs, legacy.outputs)
+    if problems:
+        code, message, hint = problems[0]
+        raise ComponentSpecError(code, message, hint=hint)
+    return arguments
+
+
 def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=None, shm_size=None,
                    docker_args=None, timeout_seconds=None, checked: bool = False) -> CommandComponent:
     """The v2 command component equivalent to a legacy DistributedComponent (a spec or a file path).
@@ -221,16 +235,8 @@ def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=
     legacy, path = load_legacy(spec_or_path)
     base_dir = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     launcher = legacy.launcher
-    arguments = launcher.additional_arguments if launcher else None
-    if isinstance(arguments, list):  # some legacy specs list the arguments
-        arguments = " ".join(str(part) for part in arguments)
-    if not isinstance(arguments, str) or not arguments.strip():
-        raise ComponentSpecError("missing-command", "launcher.additional_arguments (the command) is missing")
+    arguments = _legacy_command(legacy)
     dist_type = DISTRIBUTION_OF_LAUNCHER[normalize_launcher(launcher.type)]
-    problems = command_problems(arguments, legacy.inputs, legacy.outputs)
-    if problems:
-        code, message, hint = problems[0]
-        raise ComponentSpecError(code, message, hint=hint)
     if shm_size is not None and not is_shm_size(str(shm_size)):
         raise UserError(f"shm_size: {shm_size_message(shm_size)}", hint=SHM_SIZE_HINT)
     timeout = count("timeout_seconds", timeout_seconds)
