@@ -258,7 +258,8 @@ def _node(step, values: dict) -> Node:
         item.local_problem = (f"component {step.reference!r} is registered in a workspace; point component: "
                               "at a local copy of its YAML")
     elif step.type != "command":
-        item.local_problem = f"a {step.type} step {_AZURE_ONLY}; submit without --local, or make it a command step"
+        item.local_problem = (f"{_article(step.type)} {step.type} step {_AZURE_ONLY}; submit without --local, "
+                              "or make it a command step")
     elif step.source == graph.LOCAL_FILE and data is None:
         raise UserError(f"{step.file}: jobs.{step.name}.component: {step.component.problem}")
     elif data is not None and recognise(data) not in _RUNNABLE:
@@ -273,6 +274,10 @@ def _node(step, values: dict) -> Node:
         item.overrides = {k: step.node[k] for k in graph.NODE_OVERRIDES if k in step.node}
     item.local_problem = item.local_problem or _asset_inputs(step, values)
     return item
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def _asset_inputs(step, values: dict) -> str | None:

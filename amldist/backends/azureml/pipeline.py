@@ -27,10 +27,12 @@ import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from amldist.azure_sdk import component_paths
 from amldist.azure_sdk.code_snapshot import SnapshotPlan, materialized, plan_snapshot
 from amldist.backends.azureml.workspace import Workspace, require_workspace
 from amldist.errors import UserError
-from amldist.rules import paths
+from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT, recognise
+from amldist.rules import paths, pipeline_graph
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import SubmitOptions
 
@@ -55,57 +57,59 @@ class AzurePipelinePlan:
     stream: bool = False
 
 
-def _component_of(node: dict, base_dir: str):
-    """(component mapping, its folder) of a step, or (None, None) when it has no local one."""
-    ref = node.get("component")
-    if isinstance(ref, dict):
-        return copy.deepcopy(ref), base_dir
-    if not isinstance(ref, str) or not paths.is_local(ref):
-        return None, None
-    from amldist.model import load
-    from amldist.model.specs import DistributedComponent
+def _component_v2(step) -> dict | None:
+    """The step's component as a v2 mapping (a legacy spec converted once per file), or None when amldist
+    does not bundle its kind (registered, spark, parallel, flows, pipelines: sent as written)."""
+    data = step.component_data
+    if data is None or recognise(data) not in (COMMAND_COMPONENT, DISTRIBUTED_COMPONENT):
+        return None
+    holder = step.component.derived if step.component is not None else {}
+    if "v2" not in holder:
+        from amldist.model import from_data
+        from amldist.model.specs import DistributedComponent
 
-    path = paths.local_path(ref, base_dir)
-    spec = load(path)
-    if isinstance(spec, DistributedComponent):
-        from amldist.authoring.convert import convert_legacy
+        spec = from_data(data, file=step.component.path if step.component else step.file)
+        if isinstance(spec, DistributedComponent):
+            from amldist.authoring.convert import convert_legacy
 
-        spec = convert_legacy(path)
-    return spec.to_dict(), os.path.dirname(path)
+            spec = convert_legacy(spec, checked=True)
+        holder["v2"] = spec.to_dict()
+    return copy.deepcopy(holder["v2"])
 
 
-def bundle_steps(data: dict, base_dir: str) -> tuple[dict, list[BundledStep], list[str]]:
+def bundle_steps(data: dict, base_dir: str, file: str = "pipeline") -> tuple[dict, list[BundledStep], list[str]]:
     """The pipeline with each distributed step's component inline, and what each snapshot will hold."""
     data = copy.deepcopy(data)
     steps, warnings = [], []
-    for name, node in (data.get("jobs") or {}).items():
-        if not isinstance(node, dict):
+    for step in pipeline_graph.pipeline_steps(data, base_dir, file) if "jobs" in data else []:
+        node = data["jobs"][step.name]
+        if step.children is not None:
+            if any(_distributed(s.node, s.component_data) for s in pipeline_graph.walk(step.children)):
+                warnings.append(f"step {step.name} is a nested pipeline: its steps are sent as written "
+                                "(amldist/runtime/ is added only to the top-level steps)")
             continue
-        if str(node.get("type", "command")).lower() == "pipeline":
-            warnings.append(f"step {name} is a nested pipeline: its steps are sent as written "
-                            "(amldist/runtime/ is added only to the top-level steps)")
-            continue
-        if "component" not in node:  # an inline command step is its own component
-            if not node.get("distribution"):
-                continue
+        component = _component_v2(step) if step.source in (pipeline_graph.LOCAL_FILE, pipeline_graph.INLINE) else None
+        if step.source == pipeline_graph.COMMAND and step.type == "command" and node.get("distribution"):
             code, command, folder = node.get("code"), node.get("command"), base_dir
+        elif component is not None and _distributed(node, component):
+            code, command, folder = component.get("code"), component.get("command"), step.component_dir
         else:
-            component, folder = _component_of(node, base_dir)
-            if component is None or not (node.get("distribution") or component.get("distribution")):
-                continue
-            code, command = component.get("code"), component.get("command")
+            continue  # registered, other kinds, or not distributed: sent as written
         snapshot = plan_snapshot(code, folder, command)
-        warnings += [f"step {name}: {w}" for w in snapshot.warnings]
+        warnings += [f"step {step.name}: {w}" for w in snapshot.warnings]
         if not snapshot.shim_added:
             continue
-        if "component" in node:
-            if isinstance(component.get("code"), str) and paths.is_local(component["code"]):
-                component["code"] = paths.local_path(component["code"], folder)
-            node["component"] = component
+        if component is not None:
+            node["component"] = component_paths.absolute(component, folder)
         elif isinstance(code, str) and paths.is_local(code):
             node["code"] = paths.local_path(code, folder)
-        steps.append(BundledStep(str(name), node, snapshot))
+        steps.append(BundledStep(step.name, node, snapshot))
     return data, steps, warnings
+
+
+def _distributed(node: dict, component) -> bool:
+    return bool(node.get("distribution") or (isinstance(component, dict) and (
+        component.get("distribution") or component.get("launcher"))))
 
 
 def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ, cwd: str) -> AzurePipelinePlan:
@@ -119,13 +123,18 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     data = prepared.job.to_dict()
     if options.name:
         data["name"] = options.name
+    if not data.get("name"):
+        # azure-ai-ml would generate it while sending; generated here, the dry run shows the name used
+        from azure.ai.ml.entities._job.job_name_generator import generate_job_name
+
+        data["name"] = generate_job_name()
     try:
         workspace, problem = require_workspace(environ, cwd, subscription=options.subscription,
                                                resource_group=options.resource_group,
                                                workspace=options.workspace), None
     except UserError as exc:
         workspace, problem = None, exc
-    sent, steps, warnings = bundle_steps(data, prepared.base_dir)
+    sent, steps, warnings = bundle_steps(data, prepared.base_dir, prepared.source)
     body = rest_body(from_data(sent, file=prepared.source), base_dir=prepared.base_dir)
     return AzurePipelinePlan(sent, prepared.base_dir, steps, workspace, problem, body, data.get("name"), warnings,
                              options.stream)
@@ -141,7 +150,7 @@ def describe_pipeline(plan: AzurePipelinePlan) -> str:
         "steps_with_runtime": {s.name: {"code_snapshot": s.snapshot.name, "files": sorted(s.snapshot.files)}
                                for s in plan.steps},
         "warnings": plan.warnings + ([] if plan.workspace else [f"no workspace yet: {plan.workspace_problem}"]),
-        "request": {"method": "PUT", "job": plan.body.get("name", plan.name), "body": mask_tree(plan.body)},
+        "request": {"method": "PUT", "job": plan.name, "body": mask_tree(plan.body)},
     }
     return json.dumps(shown, indent=2)
 
