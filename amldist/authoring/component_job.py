@@ -15,6 +15,7 @@ from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy
 from amldist.errors import UserError
 from amldist.rules import paths, process_counts
 from amldist.rules.booleans import is_optional
+from amldist.rules.secrets import shown
 from amldist.rules.suggestions import did_you_mean
 from amldist.model.kinds import is_data_type
 from amldist.model import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
@@ -59,14 +60,28 @@ def _literal(name: str, port: dict, value):
         value = str(value)
     else:
         article = "an" if str(kind)[:1] in "aeiou" else "a"
-        raise UserError(f"input {name!r} expects {article} {kind}, got {value!r}")
+        raise UserError(f"input {name!r} expects {article} {kind}, got {shown(name, value)}")
     if port.get("enum") and str(value) not in port["enum"]:
-        raise UserError(f"input {name!r} must be one of {', '.join(port['enum'])}, got {value!r}")
+        raise UserError(f"input {name!r} must be one of {', '.join(map(str, port['enum']))}, got {shown(name, value)}")
     if kind in ("integer", "number"):
-        low, high = port.get("min"), port.get("max")
+        low, high = _bound(port.get("min")), _bound(port.get("max"))
         if (low is not None and value < low) or (high is not None and value > high):
-            raise UserError(f"input {name!r} must lie in [{low}, {high}], got {value!r}")
+            raise UserError(f"input {name!r} must lie in [{low}, {high}], got {shown(name, value)}")
     return value
+
+
+def _bound(value):
+    """A ``min``/``max`` as a number: numeric text (``"1"``) read as one; anything else (``"true"``)
+    bounds nothing here (``validate`` reports it)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return number if number == number and abs(number) != float("inf") else None
 
 
 def _job_inputs(component: CommandComponent, given: dict) -> dict:

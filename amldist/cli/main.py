@@ -12,7 +12,7 @@ import os
 import sys
 
 from amldist import __version__
-from amldist.cli import global_options
+from amldist.cli import closed_output, global_options
 from amldist.cli.arguments import NAMES
 from amldist.errors import UserError
 
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help, --version, usage errors (2)
-        return int(exc.code or 0)
+        return closed_output.flushed(int(exc.code or 0))
     global_options.apply(flags, getattr(args, "command", None))
     args.only_show_errors = "--only-show-errors" in flags  # for output that is not stderr (validate's findings)
     if getattr(args, "print_completion", None):
@@ -49,26 +49,28 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        return closed_output.flushed(int(args.func(args) or 0))
     except UserError as exc:
         from amldist.diagnostics import escape_text  # a name with a newline or ESC stays on its line
+        from amldist.rules.secrets import mask_text  # no secret value in any message
 
-        print(f"error: {escape_text(exc.message)}", file=sys.stderr)
+        print(f"error: {escape_text(mask_text(exc.message))}", file=sys.stderr)
         if exc.hint:
-            print(f"hint: {escape_text(exc.hint)}", file=sys.stderr)
-        return exc.exit_code
+            print(f"hint: {escape_text(mask_text(exc.hint))}", file=sys.stderr)
+        return closed_output.flushed(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 1
     except Exception as exc:  # a bug in amldist, not a user mistake
+        if closed_output.is_output_error(exc):  # `| head` closed it, or `> /dev/full`
+            return closed_output.handle(exc)
         if os.environ.get("AMLDIST_DEBUG"):
             raise
         from amldist.diagnostics import escape_text
+        from amldist.rules.secrets import mask_text
 
         print(
-            f"error: internal error: {type(exc).__name__}: {escape_text(str(exc))} "
+            f"error: internal error: {type(exc).__name__}: {escape_text(mask_text(str(exc)))} "
             "(run it again with --debug for a traceback, and report it)",
             file=sys.stderr,
         )

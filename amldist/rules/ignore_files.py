@@ -3,6 +3,12 @@
 The patterns are matched by ``pathspec``'s ``GitIgnoreSpec`` (a maintained implementation of
 git's wildmatch rules: ``**``, anchoring with ``/``, folder patterns ending in ``/``, ``!``
 negation) rather than by a hand-written matcher; it is imported only when there are patterns.
+
+Matching takes linear time: pathspec runs the patterns on RE2 (``google-re2``, a dependency), an
+automaton without backtracking, so one line such as ``*a*a*a*a*a*a*a*a*a*a*a*a*b`` cannot hang
+``validate DIR`` or the code copy (Python's ``re`` backtracks exponentially on it). Where RE2
+cannot be imported, a pattern with more than :data:`MAX_WILDCARDS` ``*`` is refused with one line
+naming it rather than matched slowly.
 An ignore file is read only when it is a regular file of at most :data:`MAX_IGNORE_BYTES`
 (checked with ``stat`` first, so a FIFO or a device called ``.gitignore`` is never opened).
 
@@ -14,10 +20,15 @@ what decides the upload.
 from __future__ import annotations
 
 import os
+import re
 import stat
+
+from amldist.errors import UserError
 
 MAX_IGNORE_BYTES = 1 << 20  # larger than this is not an ignore file a person wrote: not read
 CODE_IGNORE_FILES = (".amlignore", ".gitignore")  # as az ml: .amlignore wins, else .gitignore
+MAX_WILDCARDS = 6  # without RE2: backtracking grows as len(path) ** wildcards; 6 stays in milliseconds
+_WILDCARD = re.compile(r"(?<!\\)\*+")
 
 
 def read_lines(path: str) -> list[str]:
@@ -38,7 +49,21 @@ def spec_from_lines(lines):
         return None
     import pathspec  # only when there is a pattern to match
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    if _has_re2():
+        return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+    for line in lines:
+        if len(_WILDCARD.findall(line)) > MAX_WILDCARDS:
+            raise UserError(f"ignore pattern {line[:80]!r} has more than {MAX_WILDCARDS} '*' wildcards",
+                            hint="simplify it, or pip install google-re2 (amldist then matches any pattern)")
+    return pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
+
+
+def _has_re2() -> bool:
+    try:
+        import re2  # noqa: F401 - google-re2: pathspec's linear-time backend
+    except ImportError:
+        return False
+    return True
 
 
 def code_ignore(folder: str):

@@ -1,19 +1,33 @@
-"""One masking rule for every place amldist prints or writes a job or an environment.
+"""One masking rule for every place amldist prints or writes a job, an environment or a message.
 
 A value is secret when
 
-- its **name** looks secret: it contains one of KEY, TOKEN, SECRET, PASSWORD, PASSWD,
-  PASSPHRASE, CREDENTIAL, CONNECTION_STRING, SAS, AUTH, PRIVATE, CERT or JWT, in any case
-  (``AZURE_STORAGE_KEY``, ``hf_token``, ``clientCredential``, ``OAUTH_CLIENT``), or has PWD
-  or PAT as a whole word (``DB_PWD``, ``ado_pat``, ``GitHubPat``; not ``PATH`` nor ``PATTERN``);
+- its **name** looks secret. The name is split into words (``snake_case``, ``kebab-case``,
+  ``camelCase``; trailing numbers dropped: ``OPENAI_KEY_2``) and is secret when
+  - a word holds SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, APIKEY or CONNECTIONSTRING,
+    or is PWD, CREDS, JWT, SAS, OAUTH or CONNECTION followed by STRING (``client_secret``,
+    ``DB_PWD``, ``SAS_URL``, ``ConnectionString``);
+  - or its **last** word is KEY, TOKEN, PASS, PW, PAT, AUTH, AUTHORIZATION, COOKIE, BEARER, HMAC,
+    SALT, DSN, OTP, CERT or PRIVATE, or ends with KEY, TOKEN, SECRET, COOKIE (``AccountKey``,
+    ``hftoken``, ``DB_PASS``, ``MYSQL_PW``, ``session_cookie``) -- unless the word before KEY or
+    TOKEN says what kind of key or token it is in data, not in security (``partition_key``,
+    ``sort_key``, ``pad_token``, ``max_token``), or the word is a known look-alike (``tiktoken``);
 - or it sits in **text** as a credential: the user part of a URL (``https://user:token@host``,
   ``https://ghp_x@github.com``) or a ``name=value`` pair whose name is secret or ``sig``
-  (a SAS URL's ``?sv=...&sig=...``, ``AccountKey=...;`` in a connection string).
+  (a SAS URL's ``?sv=...&sig=...``, ``AccountKey=...;`` in a connection string). In Azure
+  storage URLs (``wasbs://container@account...``, ``abfss://filesystem@account...``) the part
+  before ``@`` is a container, not a user: it is kept unless it carries ``:password``;
+- or it is a **value already seen under a secret name** in this process (:func:`remember`,
+  :func:`remember_tree`: ``amldist submit`` registers its spec and ``--input`` values first). A
+  secret pipeline input passed through a binding to an input of another name, or quoted in an
+  error message, is still masked, wherever it is printed or written.
 
-Matching by name over-masks a few harmless names (``KEYBOARD_LAYOUT``, ``AUTHOR``); printing a
-secret is worse than hiding a layout. Masking replaces the secret part with ``***`` and keeps
-the rest, so that a masked URL still says where it points. The processes and the service still
-get the real values; only what amldist prints or writes to disk is masked.
+Words only, not substrings, so non-secrets stay visible: ``partition_keys``, ``max_tokens``,
+``use_tiktoken``, ``authentication_type``, ``keyboard``, ``author``, ``certainty``,
+``job_input_type: literal``. A few harmless names are still masked (``password_policy``); printing
+a secret is worse. Masking replaces the secret part with ``***`` and keeps the rest, so that a
+masked URL still says where it points. The processes and the service still get the real values;
+only what amldist prints or writes to disk is masked.
 """
 
 from __future__ import annotations
@@ -21,35 +35,106 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-# Matched anywhere in a name (upper-cased).
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
-                "CONNECTION_STRING", "CONNECTIONSTRING", "SAS", "AUTH", "PRIVATE", "CERT", "JWT")
-# Matched only as a whole word of the name: as substrings they are in PATH, PATTERN, SPATIAL...
-SECRET_WHOLE_WORDS = ("PWD", "PAT")
+# A word of the name holding one of these is secret, wherever it stands.
+SECRET_PARTS = ("SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "CONNECTIONSTRING")
+SECRET_WORDS = frozenset({"PWD", "CREDS", "JWT", "SAS", "OAUTH"})
+# Secret as the last word of a name (elsewhere they describe something else: ``pass_rate``, ``salt_rounds``).
+SECRET_LAST_WORDS = frozenset({"KEY", "TOKEN", "PASS", "PW", "PAT", "AUTH", "AUTHORIZATION", "COOKIE", "COOKIES",
+                               "BEARER", "HMAC", "SALT", "DSN", "OTP", "CERT", "PRIVATE"})
+SECRET_ENDINGS = ("KEY", "TOKEN", "SECRET", "COOKIE")  # one-word compounds: APIKEY, HFTOKEN, ACCOUNTKEY
+# KEY/TOKEN after these words name a key of data or a token of text, not a credential.
+DATA_QUALIFIERS = frozenset({
+    "PARTITION", "SORT", "PRIMARY", "FOREIGN", "COMPOSITE", "UNIQUE", "GROUP", "LABEL", "METRIC", "DICT", "MAP",
+    "HASH", "RANGE", "ROW", "COLUMN", "JOIN", "LOOKUP", "INDEX", "CACHE", "SHARD", "INPUT", "OUTPUT", "TEXT",
+    "IMAGE", "PROMPT", "RESPONSE", "TARGET", "FEATURE", "FIELD", "ID", "MAX", "MIN", "NUM", "PAD", "EOS", "BOS",
+    "SEP", "CLS", "UNK", "MASK", "START", "END", "SPECIAL", "CONTENT", "ANSWER", "QUESTION", "CONTEXT", "MESSAGE",
+    "SAMPLE", "BATCH", "DATASET", "SPLIT", "SEQ", "SEQUENCE", "STOP", "BLOCK", "CHUNK", "SPLIT", "DATA", "SEARCH"})
+LOOK_ALIKES = frozenset({"TIKTOKEN", "MONKEY", "DONKEY", "TURKEY", "HOCKEY", "WHISKEY", "HOTKEY"})
 MASK = "***"
+MIN_REMEMBERED = 6  # shorter values ("1", "none", "test") would mask ordinary text everywhere
 
-_SECRET_NAME = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")  # snake_case, kebab-case and camelCase words
 _URL_USER = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@?#'\"]+)@")
+_STORAGE_SCHEMES = ("wasb://", "wasbs://", "abfs://", "abfss://")  # container@account: no user there
 _PAIR = re.compile(r"""(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_.-]*)=([^&;\s'"]+)""")
 # Fields of a secret input that describe it rather than hold it (a secret input keeps its type shown).
 _DESCRIPTIVE = {"type", "jobinputtype", "mode", "optional", "description"}
+_known: set[str] = set()  # values seen under secret names (remember)
+
+
+def _words(name: str) -> list[str]:
+    words = [w.upper() for w in _WORDS.findall(name)]
+    while words and words[-1].isdigit():
+        words.pop()
+    return words
 
 
 def is_secret_name(name) -> bool:
-    """True when a variable, input or field called ``name`` must not be printed."""
-    text = str(name)
-    if _SECRET_NAME.search(text):
+    """True when a variable, input or field called ``name`` must not be printed (module docstring)."""
+    words = _words(str(name))
+    if not words:
+        return False
+    if any(part in word for word in words for part in SECRET_PARTS) or SECRET_WORDS.intersection(words):
         return True
-    return any(word.upper() in SECRET_WHOLE_WORDS for word in _WORDS.findall(text))
+    if any(a == "CONNECTION" and b == "STRING" for a, b in zip(words, words[1:])):
+        return True
+    last = words[-1]
+    if last in LOOK_ALIKES:
+        return False
+    if last in ("KEY", "TOKEN", "KEYS", "TOKENS") and len(words) > 1 and words[-2] in DATA_QUALIFIERS:
+        return False
+    if last in SECRET_LAST_WORDS:
+        return True
+    return any(last.endswith(end) and last != end for end in SECRET_ENDINGS)
+
+
+def remember(value) -> None:
+    """Mask ``value`` from now on wherever it appears in text this process prints or writes."""
+    if isinstance(value, str) and len(value.strip()) >= MIN_REMEMBERED:
+        _known.add(value)
+
+
+def remember_tree(data, *, secret: bool = False) -> None:
+    """:func:`remember` every value under a secret name in a JSON-like tree (a spec, ``--input`` values)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            below = secret or is_secret_name(key)
+            if not (below and str(key).replace("_", "").lower() in _DESCRIPTIVE):
+                remember_tree(value, secret=below)
+    elif isinstance(data, list):
+        for item in data:
+            remember_tree(item, secret=secret)
+    elif secret:
+        remember(data)
+
+
+def is_known_secret(value) -> bool:
+    return isinstance(value, str) and value in _known
+
+
+def shown(name, value) -> str:
+    """``repr(value)`` for a message, or ``***`` when ``name`` looks secret or the value is a known secret."""
+    if value not in (None, "") and (is_secret_name(name) or is_known_secret(value)):
+        return MASK
+    return mask_text(repr(value))
+
+
+def _url_user(match: re.Match) -> str:
+    scheme, user = match.group(1), match.group(2)
+    if scheme.lower() in _STORAGE_SCHEMES:
+        return match.group() if ":" not in user else f"{scheme}{user.split(':', 1)[0]}:{MASK}@"
+    return scheme + MASK + "@"
 
 
 def mask_text(text):
     """``text`` with credentials inside it replaced by ``***`` (URL users, secret ``name=value``
-    pairs, SAS signatures); anything that is not a string is returned as is."""
+    pairs, SAS signatures, values remembered as secret); anything that is not a string is returned as is."""
     if not isinstance(text, str):
         return text
-    text = _URL_USER.sub(lambda m: m.group(1) + MASK + "@", text)
+    for value in sorted(_known, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, MASK)
+    text = _URL_USER.sub(_url_user, text)
 
     def pair(match: re.Match) -> str:
         name = match.group(1)
@@ -61,11 +146,12 @@ def mask_text(text):
 
 
 def mask_value(name: str, value):
-    """``value``, or ``***`` when ``name`` looks secret (an empty value stays empty); a value kept
-    is still cleaned of credentials inside it (:func:`mask_text`)."""
+    """``value``, or ``***`` when ``name`` looks secret (an empty value stays empty, a secret one is
+    remembered); a value kept is still cleaned of credentials inside it (:func:`mask_text`)."""
     if value in (None, ""):
         return value
     if is_secret_name(name):
+        remember(value)
         return MASK
     return mask_text(value)
 
@@ -86,7 +172,7 @@ def mask_tree(data, *, secret: bool = False):
         out = {}
         for key, value in data.items():
             below = secret or is_secret_name(key)
-            if below and str(key).lower() in _DESCRIPTIVE and not isinstance(value, (dict, list)):
+            if below and str(key).replace("_", "").lower() in _DESCRIPTIVE and not isinstance(value, (dict, list)):
                 out[key] = value
             else:
                 out[key] = mask_tree(value, secret=below)
@@ -94,5 +180,6 @@ def mask_tree(data, *, secret: bool = False):
     if isinstance(data, list):
         return [mask_tree(item, secret=secret) for item in data]
     if secret and data not in (None, "") and not isinstance(data, bool):
+        remember(data)
         return MASK
     return mask_text(data)

@@ -29,6 +29,7 @@ import os
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
 from amldist.rules import counts
+from amldist.rules.secrets import remember_tree
 from amldist.submit import overrides
 from amldist.submit.prepared import Prepared
 
@@ -53,6 +54,9 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
     cwd = cwd or os.getcwd()
     file = os.fspath(path)
     text, doc = read_document(file)
+    input_values = overrides.parse_inputs(inputs)
+    remember_tree(doc.data)  # from here on a secret's value is masked in every message and file,
+    remember_tree(input_values)  # whatever name a binding passes it under
     base_dir = os.path.dirname(os.path.abspath(file))
     kind = detect_kind(doc.data)
     if kind is None:
@@ -62,7 +66,6 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
 
         return prepare_pipeline(file, doc, text, sets=sets, inputs=inputs, cwd=cwd, instance_count=instance_count,
                                 process_count_per_instance=process_count_per_instance, check=_check)
-    input_values = overrides.parse_inputs(inputs)
     kept: list = []
 
     if kind == COMMAND_JOB:

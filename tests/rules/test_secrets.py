@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from amldist.rules.secrets import MASK, is_secret_name, mask_env, mask_text, mask_tree
+from amldist.rules.secrets import MASK, is_secret_name, mask_env, mask_text, mask_tree, remember_tree, shown
 
 
 @pytest.mark.parametrize("name", [
@@ -41,6 +41,7 @@ def test_credentials_inside_text_are_masked_and_the_rest_kept(text, secret, kept
        password=st.text(st.sampled_from("abcXYZ019_-.~!$&()*+,;="), min_size=1, max_size=24),
        sig=st.text(st.sampled_from("abcXYZ019%+/="), min_size=1, max_size=24))
 def test_no_url_credential_survives_masking(user, password, sig):
+    assume(MASK not in password)  # "***" itself cannot be told from its mask
     for text in (f"https://{user}:{password}@host/p", f"https://{password}@host/p", f"https://h/p?sv=1&sig={sig}"):
         masked = mask_text(f"path: {text} and more")
         assert "host/p" in masked or "h/p" in masked
@@ -58,7 +59,57 @@ def test_a_job_tree_masks_secret_inputs_env_and_urls_but_keeps_their_types_and_o
     masked = mask_tree(job)
     assert masked["environment_variables"] == {"HF_TOKEN": MASK, "DB_PWD": MASK, "SEED": "1", "EMPTY_SECRET": ""}
     assert masked["inputs"]["api_key"] == {"type": "string", "default": MASK}
-    assert masked["inputs"]["lr"] == 0.1 and masked["inputs"]["max_tokens"] == MASK  # over-masking, by name
+    assert masked["inputs"]["lr"] == 0.1 and masked["inputs"]["max_tokens"] == "n1"  # a count of tokens, shown
     assert masked["inputs"]["data"] == {"type": "uri_folder", "path": "https://***@h/d"}
     assert masked["command"] == job["command"] and masked["resources"] == {"instance_count": 2}
     assert job["inputs"]["api_key"]["default"] == "sk-1"  # a copy: the job itself is untouched
+
+
+# Real names and values from public Azure ML specs: what must stay visible beside what must be masked.
+NOT_SECRET_NAMES = ["partition_keys", "use_tiktoken", "authentication_type", "job_input_type", "max_tokens",
+                    "num_tokens", "tokenizer_name", "pad_token", "primary_key_column", "sort_key", "keyboard",
+                    "author", "certainty", "pass_rate", "salt_rounds", "cookie_policy", "PATH", "OLDPWD_DIR",
+                    "KEY_VAULT_URL", "AZURE_CLIENT_ID"]
+SECRET_NAMES = ["DB_PASS", "db_pw", "MYSQL_PW", "COOKIE", "session_cookie", "BEARER", "HMAC", "SALT", "password_salt",
+                "SENTRY_DSN", "apikey", "AccountKey", "OPENAI_API_KEY_2", "hftoken", "refresh_token", "SIGNING_KEY",
+                "ConnectionString", "GITHUB_PAT", "jwt", "OTP"]
+
+
+@pytest.mark.parametrize("name", NOT_SECRET_NAMES)
+def test_non_secret_names_from_real_specs_are_shown(name):
+    assert not is_secret_name(name)
+    assert mask_tree({"inputs": {name: "visible-value"}}) == {"inputs": {name: "visible-value"}}
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+def test_secret_names_beyond_key_and_token_are_masked(name):
+    assert is_secret_name(name)
+    assert mask_env({name: "hunter2-value"}) == {name: MASK}
+
+
+@pytest.mark.parametrize("text", [
+    "wasbs://mycontainer@myaccount.blob.core.windows.net/data/train",
+    "abfss://filesystem@account.dfs.core.windows.net/folder",
+    "azureml://datastores/workspaceblobstore/paths/data/",
+])
+def test_storage_urls_keep_their_container(text):
+    assert mask_text(text) == text
+
+
+def test_a_storage_url_with_a_password_is_still_masked():
+    assert mask_text("wasbs://container:s3cr3t@account.blob.core.windows.net/x") == (
+        "wasbs://container:***@account.blob.core.windows.net/x")
+
+
+def test_a_secret_input_descriptor_keeps_its_type_in_a_rest_body():
+    body = {"inputs": {"api_key": {"job_input_type": "literal", "value": "sk-body-123456"}}}
+    assert mask_tree(body) == {"inputs": {"api_key": {"job_input_type": "literal", "value": MASK}}}
+
+
+def test_a_secret_value_stays_masked_under_another_name_and_in_messages():
+    remember_tree({"inputs": {"api_key": "sk-LIVE-bound-1234"}, "lr": "0.00001234"})
+    step = {"inputs": {"credential_free_name": "sk-LIVE-bound-1234", "lr": "0.00001234"}}
+    assert mask_tree(step) == {"inputs": {"credential_free_name": MASK, "lr": "0.00001234"}}
+    assert mask_text("--x sk-LIVE-bound-1234 --y 2") == "--x *** --y 2"
+    assert shown("anything", "sk-LIVE-bound-1234") == MASK and shown("db_pass", "short") == MASK
+    assert shown("epochs", 3) == "3"

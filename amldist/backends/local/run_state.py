@@ -23,7 +23,9 @@ import signal
 import time
 from datetime import datetime, timezone
 
-from amldist.model.files import write_atomic
+from amldist.backends.base import CANCELED, COMPLETED, FAILED, NOT_STARTED, RUNNING, TERMINAL
+from amldist.backends.local import proc
+from amldist.backends.local.state_retry import RetryingWrite
 
 STATUS_FILE = "status.json"
 CANCEL_FILE = "cancel_requested"
@@ -99,26 +101,50 @@ def exit_code_text(code: int | None) -> str:
     return f"{code} ({signal_name(-code)})" if code < 0 else str(code)
 
 
-class RunState:
-    """The status.json of one local run, kept by its supervisor."""
+class _StateFile:
+    """What a job's and a pipeline's state share: the run folder held open, the owner's pid and start
+    time, one safe write."""
+
+    def __init__(self, run_dir: str, pid: int | None = None):
+        self.run_dir = run_dir
+        self.path = os.path.join(run_dir, STATUS_FILE)
+        self.started_clock = time.monotonic()
+        self.dir_fd: int | None = _open_folder(run_dir)  # held while the run runs: the proof it is ours
+        self.pid = os.getpid() if pid is None else pid
+
+    def _owner(self) -> dict:
+        return {"format": FORMAT_VERSION, "pid": self.pid, "pid_start_time": proc.start_time(self.pid),
+                "start_time": now_iso(), "end_time": None, "duration_seconds": None, "run_dir": self.run_dir,
+                "stopped_by": None, "error": None}
+
+    def _end(self, status: str) -> None:
+        self.data["status"] = status
+        self.data["end_time"] = now_iso()
+        self.data["duration_seconds"] = round(time.monotonic() - self.started_clock, 3)
+        self._write()
+        if self.dir_fd is not None:
+            os.close(self.dir_fd)
+            self.dir_fd = None
+
+    def _write(self) -> None:
+        """A failed write (disk full for a moment) is retried and reported, never fatal (state_retry)."""
+        if not hasattr(self, "_retry"):
+            self._retry = RetryingWrite(os.path.join(os.path.relpath(self.run_dir), STATUS_FILE))
+        self._retry(lambda: write_state(self.run_dir if self.dir_fd is None else self.dir_fd, self.data))
+
+
+class RunState(_StateFile):
+    """The status.json of one local job run, kept by its supervisor."""
 
     def __init__(self, plan, pid: int | None = None):
-        self.path = os.path.join(plan.run_dir, STATUS_FILE)
-        self.run_dir = plan.run_dir
-        self.started_clock = time.monotonic()
-        pid = os.getpid() if pid is None else pid
+        super().__init__(plan.run_dir, pid)
         launcher = plan.processes is not plan.ranks  # one mpirun starts the ranks
         self.data = {
-            "format": FORMAT_VERSION,
+            **self._owner(),
             "name": plan.job_name,
+            "kind": "job",
             "status": RUNNING,
-            "kind": plan.kind,
-            "pid": pid,
-            "pid_start_time": process_start_time(pid),
-            "start_time": now_iso(),
-            "end_time": None,
-            "duration_seconds": None,
-            "run_dir": plan.run_dir,
+            "distribution": plan.kind,
             "ranks": [{"label": r.label, "rank": r.rank, "node": r.node, "log": r.log_path, "pid": None,
                        "exit_code": None} for r in plan.ranks],
             "launcher": ({"label": plan.processes[0].label, "log": plan.processes[0].log_path, "pid": None,
@@ -144,10 +170,12 @@ class RunState:
         """Record the exit codes of processes that ended since the last call (``codes``: one per
         process started, None while it runs)."""
         codes = list(codes)
-        if codes == self._codes:
-            return
+        if codes == self._codes and not getattr(getattr(self, "_retry", None), "unsaved", False):
+            return  # nothing new, and the last state reached the disk
         self._codes = codes
         for entry, code in zip(self._processes, codes):
+            if code is not None and entry.get("exit_code") is None:
+                entry["exit_time"] = round(time.time(), 3)  # when it was seen to end: `job diagnose` orders by it
             entry["exit_code"] = code
         if self.data["launcher"] and codes and codes[0] == 0:  # mpirun exits 0 only when every rank did
             for entry in self.data["ranks"]:
