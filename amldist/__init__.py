@@ -20,7 +20,8 @@ _LAZY = {
     "rest_body": "amldist.azure_sdk",
     "validate_paths": "amldist.validate",
     "vm_sizes": "amldist.rules.vm_sizes",
-    "run_local": "amldist.backends.local.pipeline_run",
+    "run_local": "amldist.backends.submit",
+    "submit": "amldist.backends.submit",
 }
 
 __all__ = ["__version__", *_LAZY]

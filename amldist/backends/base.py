@@ -121,12 +121,15 @@ class JobRecord:
             data["steps"] = [dataclasses.asdict(s) | {"needs": list(s.needs)} for s in self.steps]
         else:
             data["ranks"] = [dataclasses.asdict(r) for r in self.ranks]
-        return {**data, **dict(self.details)}
+        details = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for k, v in self.details.items()}
+        return {**data, **details}
 
 
 def exit_code_of(record: JobRecord) -> int:
     """What ``amldist submit`` exits with for a run that ended as ``record``: 0 when it completed or is
     still running remotely, 1 when it failed, 128+N when a signal N stopped it (a cancel is SIGTERM)."""
+    if record.details.get("stream_interrupted"):  # Ctrl-C while following the logs; the job runs on
+        return 130
     if record.status == FAILED:
         return 1
     if record.status != CANCELED:
@@ -208,6 +211,14 @@ class Backend(abc.ABC, Generic[O, P]):
 
     def describe(self, plan: P) -> str:
         return plan.describe()
+
+    def show_text(self, record: JobRecord) -> str:
+        """``amldist job show`` in text; a backend may say more."""
+        lines = [f"name: {record.name}", f"kind: {record.kind}", f"status: {record.status}",
+                 f"start: {record.start_time or '-'}", f"end: {record.end_time or '-'}"]
+        lines += [f"step {s.name}: {s.status}" for s in record.steps]
+        lines += [f"output {o.name}: {o.path or '-'}" for o in record.outputs]
+        return "\n".join(lines + ([f"url: {record.url}"] if record.url else []))
 
     # --- the lifecycle verbs of `amldist job` -------------------------------------------------
     @abc.abstractmethod

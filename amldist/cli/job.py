@@ -8,6 +8,11 @@ Where the job is looked for:
   ``AZUREML_ARM_*`` or ``config.json`` name (as for ``submit``); ``list`` lists the local runs
   when there are any or no workspace is configured, else the workspace's jobs.
 
+Every verb is one method of the backend (:class:`amldist.backends.base.Backend`: ``list``, ``show``,
+``logs``, ``cancel``, ``download``), each giving a :class:`~amldist.backends.base.JobRecord`, jobs and
+pipelines alike (``--step NAME`` picks one step of a pipeline). A new verb adds an entry to
+:data:`VERB_HANDLERS` (or registers its own parser, as ``job diagnose`` does).
+
 Exit codes are ``amldist``'s (``amldist --help``): 0 done, 1 the job or the service failed
 (``logs`` of a failed job, a refused request), 2 a usage mistake or a NAME that does not exist.
 Heavy imports (azure-ai-ml) happen inside the verbs.
@@ -47,6 +52,7 @@ def register(subparsers) -> None:
             sub.add_argument("--max-results", "-r", type=int, metavar="N", help="list at most N jobs")
         if verb == "logs":
             sub.add_argument("--rank", type=int, metavar="N", help="locally: only rank N's log")
+            sub.add_argument("--step", metavar="STEP", help="a pipeline's step: only its logs")
             sub.add_argument("--follow", "-f", action="store_true",
                              help="keep printing until the job ends (on Azure ML logs are always followed)")
         if verb == "cancel":
@@ -56,6 +62,7 @@ def register(subparsers) -> None:
                              help="where to write artifacts/ and named-outputs/ (default: .)")
             sub.add_argument("--output-name", metavar="OUTPUT", help="only this named output")
             sub.add_argument("--all", action="store_true", help="the logs and every named output")
+            sub.add_argument("--step", metavar="STEP", help="a pipeline's step, downloaded as a job")
         sub.set_defaults(func=run)
 
 
@@ -72,6 +79,7 @@ def _where_options(parser) -> None:
 
 
 def run(args) -> int:
+    from amldist.backends import get_backend
     from amldist.errors import UserError
 
     name = args.name_option if getattr(args, "name_option", None) else getattr(args, "name", None)
@@ -83,8 +91,11 @@ def run(args) -> int:
     args.job_name = name
     run_root = os.path.abspath(args.run_root or ".amldist/runs")
     if _is_local(args, run_root, name):
-        return _local(args, run_root, name)
-    return _azure(args, name)
+        backend = get_backend("local", run_root=run_root)
+    else:
+        backend = get_backend("azureml", workspace=args.workspace, resource_group=args.resource_group,
+                              subscription=args.subscription)
+    return VERB_HANDLERS[args.verb](backend, args, name)
 
 
 def _is_local(args, run_root: str, name: str | None) -> bool:
@@ -124,33 +135,45 @@ def _table(rows: list[dict], columns: tuple[str, ...]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells)
 
 
-def _local(args, run_root: str, name: str | None) -> int:
-    from amldist.backends.local import jobs
+def _list(backend, args, name) -> int:
+    records = backend.list(max_results=args.max_results)
+    if args.format == "json":
+        _print_json([r.to_json() for r in records])
+    elif records:
+        rows = [r.to_json() for r in records]
+        for row in rows:
+            duration = row.get("duration_seconds")
+            row["duration"] = f"{duration:.1f}s" if isinstance(duration, (int, float)) else None
+        columns = (("name", "kind", "status", "start_time", "duration") if backend.name == "local"
+                   else ("name", "status", "display_name", "created"))
+        print(_table(rows, columns))
+    elif backend.name == "local":
+        print(f"note: no local runs in {os.path.relpath(backend.run_root)}", file=sys.stderr)
+    return 0
+
+
+def _show(backend, args, name) -> int:
+    record = backend.show(name)
+    _print_json(record.to_json()) if args.format == "json" else print(backend.show_text(record))
+    return 0
+
+
+def _logs(backend, args, name) -> int:
+    backend.logs(name, step=args.step, rank=args.rank, follow=args.follow)
+    return 0
+
+
+def _cancel(backend, args, name) -> int:
+    record = backend.cancel(name, wait=not args.no_wait)
+    print(f"job {name}: {record.status}" + (" (cancel requested)" if args.no_wait else ""))
+    return 0
+
+
+def _download(backend, args, name) -> int:
     from amldist.errors import UserError
 
-    if args.verb == "list":
-        runs = jobs.list_runs(run_root)[: args.max_results or None]
-        if args.format == "json":
-            _print_json(runs)
-        elif runs:
-            for run in runs:
-                duration = run.get("duration_seconds")
-                run["duration"] = f"{duration:.1f}s" if isinstance(duration, (int, float)) else None
-            print(_table(runs, ("name", "status", "start_time", "duration")))
-        else:
-            print(f"note: no local runs in {os.path.relpath(run_root)}", file=sys.stderr)
-        return 0
-    if args.verb == "show":
-        run = jobs.get_run(run_root, name)
-        _print_json(run) if args.format == "json" else print(jobs.show_text(run))
-        return 0
-    if args.verb == "logs":
-        return jobs.logs(run_root, name, rank=args.rank, follow=args.follow)
-    if args.verb == "cancel":
-        run = jobs.cancel(run_root, name, wait=not args.no_wait)
-        print(f"job {name}: {run['status']}" + (" (cancel requested)" if args.no_wait else ""))
-        return 0
-    written = jobs.download(run_root, name, args.download_path, output_name=args.output_name, all_outputs=args.all)
+    written = backend.download(name, args.download_path, output_name=args.output_name, all_outputs=args.all,
+                               step=args.step)
     if not written:
         raise UserError(f"job {name} left nothing to download", exit_code=1)
     for path in written:
@@ -158,83 +181,8 @@ def _local(args, run_root: str, name: str | None) -> int:
     return 0
 
 
-def _azure(args, name: str | None) -> int:
-    from amldist.backends.azureml import jobs
-    from amldist.errors import UserError
-
-    if getattr(args, "rank", None) is not None:
-        raise UserError("--rank reads one rank's log of a local run; Azure ML streams the job's logs as a whole",
-                        hint=f"'amldist job download {name}' fetches every rank's log (artifacts/user_logs/)")
-    client, workspace = jobs.connect(workspace=args.workspace, resource_group=args.resource_group,
-                                     subscription=args.subscription)
-    if args.verb == "list":
-        found = jobs.list_jobs(client, workspace, max_results=args.max_results)
-        if args.format == "json":
-            _print_json(found)
-        else:
-            print(_table(found, ("name", "status", "display_name", "created")))
-        return 0
-    if args.verb == "show":
-        job = jobs.show(client, workspace, name)
-        _print_json(job) if args.format == "json" else print(jobs.show_text(job))
-        return 0
-    if args.verb == "logs":
-        return jobs.logs(client, workspace, name)
-    if args.verb == "cancel":
-        job = jobs.cancel(client, workspace, name, wait=not args.no_wait)
-        print(f"job {name}: {job['status']}" + (" (cancel requested)" if args.no_wait else ""))
-        return 0
-    jobs.download(client, workspace, name, args.download_path, output_name=args.output_name, all_outputs=args.all)
-    print(f"downloaded job {name} to {args.download_path}", file=sys.stderr)
-    return 0
-
-
-def run_and_report(backend, plan, *, json_output: bool = False, web: bool = False) -> int:
-    """``backend.run(plan)`` for ``amldist submit``; with ``json_output`` everything the run prints goes
-    to stderr and stdout gets one JSON object, the job as ``amldist job show --format json`` gives it
-    (plus ``exit_code``); ``web`` opens the Azure job's studio page."""
-    import contextlib
-
-    if not json_output:
-        code = backend.run(plan)
-        _open_studio(backend, web)
-        return code
-    with contextlib.redirect_stdout(sys.stderr):
-        code = backend.run(plan)
-    _open_studio(backend, web)
-    _print_json({**submitted(backend, plan), "exit_code": code})
-    return code
-
-
-def submitted(backend, plan) -> dict:
-    """What a finished ``submit`` made: a local run's state, an Azure job's record, or its name."""
-    run_dir = getattr(plan, "run_dir", None)
-    if run_dir:
-        from amldist.backends.local.jobs import describe
-        from amldist.backends.local.run_state import read_state
-
-        state = read_state(run_dir)
-        if state is not None:
-            return describe(state)
-    created = getattr(backend, "created", None)
-    if created is not None:
-        from amldist.backends.azureml.jobs import describe as describe_azure
-
-        return describe_azure(created)
-    return {"name": getattr(plan, "job_name", None) or getattr(getattr(plan, "job", None), "name", None)}
-
-
-def _open_studio(backend, web: bool) -> None:
-    url = getattr(getattr(backend, "created", None), "studio_url", None)
-    if not web:
-        return
-    if url is None:
-        print("note: --web opens an Azure ML job's studio page; a local run has none", file=sys.stderr)
-        return
-    import webbrowser
-
-    if not webbrowser.open(url):
-        print(f"note: no web browser to open; the studio page is {url}", file=sys.stderr)
+# verb -> handler(backend, args, name); `job diagnose` registers its own parser and handler
+VERB_HANDLERS = {"list": _list, "show": _show, "logs": _logs, "cancel": _cancel, "download": _download}
 
 
 def file_argument(args) -> str:

@@ -18,6 +18,7 @@ workspace, a missing input path...); 128+N when stopped by signal N.
 
 from __future__ import annotations
 
+import json
 import sys
 
 from amldist.cli.arguments import count_option
@@ -60,41 +61,35 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def choose_backend(args, job) -> str:
-    """``local`` for --local or ``compute: local`` (any case), else ``azureml``."""
-    compute = job.compute
-    if args.local or (isinstance(compute, str) and compute.strip().lower() in ("local", "azureml:local")):
-        return "local"
-    return "azureml"
-
-
 def run(args) -> int:
-    from amldist.backends import get_backend
-    from amldist.submit.prepare import SpecInvalid, prepare
-    from amldist.submit.prepared import SubmitOptions
+    import contextlib
 
+    from amldist.backends.submit import submit
     from amldist.cli.job import file_argument
 
     args.file = file_argument(args)
-    try:
-        prepared = prepare(args.file, sets=args.sets, inputs=args.inputs, instance_count=args.instance_count,
-                           process_count_per_instance=args.process_count_per_instance)
-    except SpecInvalid as exc:
-        for diagnostic in exc.diagnostics:
-            print(diagnostic.to_text(), file=sys.stderr)
-        raise
-    for diagnostic in prepared.warnings:
-        print(diagnostic.to_text(), file=sys.stderr)
-    options = SubmitOptions(
-        dry_run=args.dry_run, stream=args.stream, name=args.name, workspace=args.workspace,
-        resource_group=args.resource_group, subscription=args.subscription, python=args.python,
-        max_parallel=args.max_parallel,
-    )
-    backend = get_backend(choose_backend(args, prepared.job))
-    plan = backend.plan(prepared, options)  # pure: what --dry-run prints is what run() does
-    if args.dry_run:
-        print(backend.describe(plan))
+    json_output = args.format == "json" and not args.dry_run
+    # --format json: everything the run prints goes to stderr, stdout gets one JSON object
+    with contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext():
+        done = submit(args.file, local=args.local, dry_run=args.dry_run, sets=args.sets, inputs=args.inputs,
+                      instance_count=args.instance_count,
+                      process_count_per_instance=args.process_count_per_instance, args=args)
+    if done.record is None:  # a dry run: the plan was printed
         return 0
-    from amldist.cli.job import run_and_report
+    _open_studio(done.record, args.web)
+    if json_output:
+        json.dump({**done.record.to_json(), "exit_code": done.exit_code}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return done.exit_code
 
-    return run_and_report(backend, plan, json_output=args.format == "json", web=args.web)
+
+def _open_studio(record, web: bool) -> None:
+    if not web:
+        return
+    if record.url is None:
+        print("note: --web opens an Azure ML job's studio page; a local run has none", file=sys.stderr)
+        return
+    import webbrowser
+
+    if not webbrowser.open(record.url):
+        print(f"note: no web browser to open; the studio page is {record.url}", file=sys.stderr)

@@ -42,7 +42,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     job = sample_pipeline()
     if not args.submit:
-        return amldist.run_local(job, dry_run=args.dry_run)
+        result = amldist.run_local(job, dry_run=args.dry_run)  # the plan (dry run) or the run's JobRecord
+        return 0 if args.dry_run or result.status == "Completed" else 1
     from azure.ai.ml import MLClient
     from azure.identity import DefaultAzureCredential
 

@@ -37,7 +37,7 @@ def test_a_failing_first_step_stops_the_steps_after_it(tmp_path):
     project = make_pipeline_project(tmp_path)
     done = submit(project, "pipeline.yml", "--local", "--input", "prep_exit=3")
     assert done.returncode == 1
-    assert "step prep of pipeline demo failed (exit 1)" in done.stderr
+    assert "step prep of pipeline demo failed (exit 3)" in done.stderr  # the rank's own code
     assert "train, evaluate" in done.stderr
     assert "prep: the source data is missing" in done.stderr  # the log tail
     run = project / ".amldist" / "runs" / "demo"

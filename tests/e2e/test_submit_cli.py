@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from amldist.cli.submit import choose_backend
+from amldist.backends.submit import choose_backend
 
 from tests.backends.local.helpers import SAMPLES, write_job
 
@@ -200,7 +200,7 @@ def test_a_pipeline_file_is_refused_with_a_pointer(cli, here):
 
 def test_backend_choice():
     job = SimpleNamespace(compute="azureml:gpu-cluster")
-    assert choose_backend(SimpleNamespace(local=True), job) == "local"
-    assert choose_backend(SimpleNamespace(local=False), job) == "azureml"
-    assert choose_backend(SimpleNamespace(local=False), SimpleNamespace(compute="Local")) == "local"
-    assert choose_backend(SimpleNamespace(local=False), SimpleNamespace(compute=None)) == "azureml"
+    assert choose_backend(local=True, job=job) == "local"
+    assert choose_backend(local=False, job=job) == "azureml"
+    assert choose_backend(local=False, job=SimpleNamespace(compute="Local")) == "local"
+    assert choose_backend(local=False, job=SimpleNamespace(compute=None)) == "azureml"

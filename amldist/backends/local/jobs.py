@@ -1,18 +1,25 @@
-"""``amldist job list/show/logs/cancel/download`` for local runs (``.amldist/runs/<name>/``).
+"""``amldist job list/show/logs/cancel/download`` for local runs (``.amldist/runs/<name>/``), jobs and pipelines.
 
-What each verb reads is the run's ``status.json`` (:mod:`amldist.backends.local.run_state`),
-written by the run's supervisor as it goes, so every verb works while the run runs, from any
-terminal. The verbs mirror ``az ml job``:
+What each verb reads is the run's ``status.json``, read back as a typed record
+(:mod:`amldist.backends.local.records`), written by the run's supervisor (a job) or step runner (a
+pipeline, its steps inside) as it goes, so every verb works while the run runs, from any terminal.
+The verbs mirror ``az ml job``:
 
-- ``list``: every run under the run root, newest first;
-- ``show``: status, start, duration, per-node and per-rank exit codes, outputs with their paths;
-- ``logs``: one rank's log (``--rank``) or all of them, each line prefixed by its rank;
-  ``--follow`` keeps reading until the run ends;
-- ``cancel``: SIGTERM to the run's supervisor (checked by pid *and* start time), which stops
-  every process the way Ctrl-C does and records ``Canceled``;
-- ``download``: as ``az ml job download``: the logs to ``DIR/artifacts/user_logs/``, with
-  ``--all`` (or ``--output-name``) the outputs to ``DIR/named-outputs/<name>/``; refused while
-  the run runs, as Azure refuses it.
+- ``list``: every run under the run root, newest first; a run whose status.json is unreadable is
+  one ``warning:`` line and the others are still listed;
+- ``show``: status, start, duration, per-node and per-rank exit codes (a pipeline: each step's
+  status and exit code), outputs with their paths;
+- ``logs``: one rank's log (``--rank``) or all of them, each line prefixed by its rank; of a pipeline,
+  every step's, each line prefixed by the step (``--step NAME``: one step's, as a job's);
+  ``--follow`` keeps reading until the run ends (:mod:`amldist.backends.local.log_files`);
+- ``cancel``: SIGTERM to the run's supervisor (a pipeline's: its step runner, which passes it to every
+  running step), only once that process proves to be the run's own
+  (:func:`amldist.backends.local.proc.belongs_to_run`); it stops every process the way Ctrl-C does
+  and records ``Canceled``;
+- ``download``: as ``az ml job download``: the logs to ``DIR/artifacts/user_logs/`` (a pipeline's
+  under one folder per step), with ``--all`` (or ``--output-name``) the outputs to
+  ``DIR/named-outputs/<name>/``; links are copied as links; refused while the run runs, as Azure
+  refuses it.
 """
 
 from __future__ import annotations
@@ -22,217 +29,199 @@ import shutil
 import signal
 import sys
 import time
-from datetime import datetime, timezone
 
-from amldist.backends.local import run_state
-from amldist.backends.local.run_state import RUNNING, TERMINAL, effective, exit_code_text, read_state
+from amldist.backends.base import RUNNING, TERMINAL, JobRecord
+from amldist.backends.local import proc, run_state
+from amldist.backends.local.records import StateError, read_record
+from amldist.backends.local.run_state import exit_code_text
 from amldist.errors import UserError
-
-FOLLOW_POLL_SECONDS = 0.2
 
 
 def run_names(run_root: str) -> list[str]:
     try:
-        return sorted(e.name for e in os.scandir(run_root) if e.is_dir() and not e.name.startswith("."))
+        return sorted(e.name for e in os.scandir(run_root)
+                      if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
     except OSError:
         return []
 
 
-def list_runs(run_root: str) -> list[dict]:
-    """Every run's state as :func:`show` gives it, newest first; a folder without status.json (a run
-    being created, or one from an older amldist) is listed with status ``Unknown``."""
+def list_runs(run_root: str, *, err=None) -> list[JobRecord]:
+    """Every run's record, newest first; a folder without status.json (a run being created, or one
+    from an older amldist) is listed as ``Unknown``; an unreadable status.json is one warning line."""
+    err = err or sys.stderr
     runs = []
     for name in run_names(run_root):
-        state = read_state(os.path.join(run_root, name))
-        runs.append(describe(state) if state else {"name": name, "status": "Unknown", "start_time": None,
-                                                   "duration_seconds": None, "backend": "local",
-                                                   "run_dir": os.path.join(run_root, name)})
-    return sorted(runs, key=lambda r: r.get("start_time") or "", reverse=True)
+        run_dir = os.path.join(run_root, name)
+        try:
+            record = read_record(run_dir)
+        except StateError as exc:
+            print(f"warning: {exc.message}; not listed", file=err)
+            continue
+        runs.append(record or JobRecord(name=name, backend="local", details={"run_dir": run_dir}))
+    return sorted(runs, key=lambda r: r.start_time or "", reverse=True)
 
 
-def get_run(run_root: str, name: str) -> dict:
-    """The run called ``name`` as :func:`describe` gives it; UserError (exit 2) when there is none."""
+def is_name(name: str) -> bool:
+    return os.path.basename(name) == name and name not in ("", ".", "..") and "\n" not in name
+
+
+def get_run(run_root: str, name: str) -> JobRecord:
+    """The run called ``name``; UserError (exit 2) when there is none, StateError (exit 1) when its
+    status.json is not one amldist wrote."""
     run_dir = os.path.join(run_root, name)
-    state = read_state(run_dir) if os.path.basename(name) == name and name not in ("", ".", "..") else None
-    if state is None:
+    record = read_record(run_dir) if is_name(name) and os.path.isdir(run_dir) else None
+    if record is None:
         where = os.path.relpath(run_root)
-        if os.path.isdir(run_dir):
+        if is_name(name) and os.path.isdir(run_dir):
             raise UserError(f"local run {name!r} in {where} has no status.json (it is being created, or was "
                             "made by an older amldist)", hint=f"its files are in {os.path.relpath(run_dir)}")
         raise UserError(f"no local run named {name!r} in {where}",
                         hint="'amldist job list --local' shows the runs; --run-root DIR looks elsewhere")
-    return describe(state)
+    return record
+
+
+def get_step(record: JobRecord, step: str) -> JobRecord:
+    """The job record of one step of the pipeline ``record`` (its own status.json)."""
+    if record.kind != "pipeline":
+        raise UserError(f"job {record.name} is a job, not a pipeline: it has no steps", hint="drop --step")
+    found = record.step(step)
+    if found is None:
+        raise UserError(f"pipeline {record.name} has no step {step!r}",
+                        hint=f"its steps: {', '.join(s.name for s in record.steps)}")
+    step_record = read_record(found.run_dir) if found.run_dir else None
+    if step_record is None:
+        raise UserError(f"step {step} of pipeline {record.name} has not started ({found.status})", exit_code=1)
+    return step_record
 
 
 def has_run(run_root: str, name: str) -> bool:
-    return os.path.basename(name) == name and os.path.isfile(os.path.join(run_root, name, run_state.STATUS_FILE))
+    return is_name(name) and os.path.isfile(os.path.join(run_root, name, run_state.STATUS_FILE))
 
 
-def describe(state: dict) -> dict:
-    """The JSON ``show --format json`` prints: status.json as a reader should see it, plus per-node
-    exit codes and a duration while the run still runs."""
-    data = effective(state)
-    ranks = data.get("ranks", [])
-    nodes: dict[int, list] = {}
-    for entry in ranks:
-        nodes.setdefault(entry.get("node", 0), []).append(entry.get("exit_code"))
-    duration = data.get("duration_seconds")
-    if duration is None and data.get("start_time"):
-        started = datetime.fromisoformat(data["start_time"])
-        duration = round((datetime.now(timezone.utc) - started).total_seconds(), 3)
-    return {
-        "name": data.get("name"), "backend": "local", "status": data.get("status"),
-        "start_time": data.get("start_time"), "end_time": data.get("end_time"), "duration_seconds": duration,
-        "nodes": [{"node": node, "exit_code": node_exit_code(codes)} for node, codes in sorted(nodes.items())],
-        "ranks": ranks, "launcher": data.get("launcher"), "outputs": data.get("outputs") or {},
-        "logs": data.get("logs"), "run_dir": data.get("run_dir"), "pid": data.get("pid"),
-        "stopped_by": data.get("stopped_by"), "error": data.get("error"),
-    }
-
-
-def node_exit_code(codes: list) -> int | None:
-    """A node's exit code: its first failing process's (one that exited by itself before one
-    amldist stopped with a signal), 0 when all exited 0, None while one still runs."""
-    failing = sorted((c for c in codes if c not in (None, 0)), key=lambda c: c < 0)
-    if failing:
-        return failing[0]
-    return 0 if codes and all(c == 0 for c in codes) else None
-
-
-def show_text(run: dict) -> str:
+def show_text(run: JobRecord) -> str:
     rel = os.path.relpath
-    duration = run.get("duration_seconds")
-    lines = [f"name: {run['name']}", f"status: {run['status']}"
-             + (f" (stopped by {run['stopped_by']})" if run.get("stopped_by") else ""),
-             f"start: {run.get('start_time') or '-'}",
+    duration = run.duration_seconds
+    lines = [f"name: {run.name}", f"status: {run.status}" + (f" (stopped by {run.stopped_by})" if run.stopped_by else ""),
+             f"start: {run.start_time or '-'}",
              f"duration: {duration:.1f}s" if isinstance(duration, (int, float)) else "duration: -"]
-    if run.get("error"):
-        lines.append(f"error: {run['error']}")
-    for node in run.get("nodes", []):
+    if run.error:
+        lines.append(f"error: {run.error}")
+    for step in run.steps:
+        lines.append(f"step {step.name}: {step.status}, exit {exit_code_text(step.exit_code)}"
+                     + (f", folder {rel(step.run_dir)}" if step.run_dir else "") + (f" ({step.note})" if step.note else ""))
+    for node in run.details.get("nodes", []):
         lines.append(f"node {node['node']}: exit {exit_code_text(node['exit_code'])}")
-    for entry in run.get("ranks", []):
-        lines.append(f"  {entry['label']}: exit {exit_code_text(entry['exit_code'])}, log {rel(entry['log'])}")
-    if run.get("launcher"):
-        entry = run["launcher"]
-        lines.append(f"  {entry['label']}: exit {exit_code_text(entry['exit_code'])}, log {rel(entry['log'])}")
-    for name, output in run.get("outputs", {}).items():
-        lines.append(f"output {name}: {rel(output['path'])}")
-    if run.get("run_dir"):
-        lines.append(f"run folder: {rel(run['run_dir'])}")
+    launcher = run.details.get("launcher")
+    for entry in run.ranks + ((launcher,) if launcher else ()):
+        lines.append(f"  {entry.label}: exit {exit_code_text(entry.exit_code)}, log {rel(entry.log or '-')}")
+    for output in run.outputs:
+        lines.append(f"output {output.name}: {rel(output.path) if output.path else '-'}")
+    if run.details.get("run_dir"):
+        lines.append(f"run folder: {rel(run.details['run_dir'])}")
     return "\n".join(lines)
 
 
-# --- logs ------------------------------------------------------------------------------------
-def pick_logs(run: dict, rank: int | None) -> list[tuple[str, str]]:
-    """(label, path) of the logs to print: one rank's, or every rank's."""
-    ranks = run.get("ranks", [])
-    if rank is None:
-        return [(e["label"], e["log"]) for e in ranks]
-    for entry in ranks:
-        if entry.get("rank") == rank:
-            return [(entry["label"], entry["log"])]
-    if 0 <= rank < len(ranks):  # tensorflow's workers and parameter servers have no RANK: their order
-        return [(ranks[rank]["label"], ranks[rank]["log"])]
-    raise UserError(f"job {run['name']} has no rank {rank}", hint=f"its ranks are 0 to {len(ranks) - 1}")
-
-
-def logs(run_root: str, name: str, *, rank: int | None = None, follow: bool = False, out=None) -> int:
-    """Print the logs; with several, each line starts with ``[rank N]`` (as ``--stream`` prints them).
-    ``follow`` keeps printing new lines until the run ends."""
-    out = out or sys.stdout
-    run = get_run(run_root, name)
-    chosen = pick_logs(run, rank)
-    prefix = len(chosen) > 1
-    offsets = {path: 0 for _, path in chosen}
-    while True:
-        ended = describe(read_state(run["run_dir"]) or {}).get("status") != RUNNING if follow else True
-        for label, path in chosen:
-            offsets[path] = _copy_new(path, offsets[path], f"[{label}] " if prefix else "", out,
-                                      whole=ended)
-        if ended:
-            return 0
-        time.sleep(FOLLOW_POLL_SECONDS)
-
-
-def _copy_new(path: str, offset: int, prefix: str, out, *, whole: bool) -> int:
-    """Write the lines of ``path`` after ``offset`` (complete lines only unless ``whole``)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read()
-    except OSError:
-        return offset
-    if not whole:
-        data = data[: data.rfind(b"\n") + 1]
-    if data:
-        text = data.decode("utf-8", "replace")
-        out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)
-        out.flush()
-    return offset + len(data)
-
-
 # --- cancel ----------------------------------------------------------------------------------
-def cancel(run_root: str, name: str, *, wait: bool = True, timeout: float = 60.0, err=None) -> dict:
-    """Stop a running run from any terminal: mark the request, then SIGTERM its supervisor, which
-    stops every process (the grace, then SIGKILL) and records ``Canceled``. Returns the run as
-    :func:`describe` gives it afterwards (still ``Running`` with ``wait=False``)."""
+def cancel(run_root: str, name: str, *, wait: bool = True, timeout: float = 60.0, err=None) -> JobRecord:
+    """Stop a running run from any terminal: mark the request, then SIGTERM the run's own process (see
+    the module docstring). Returns the record afterwards (still ``Running`` with ``wait=False``)."""
     err = err or sys.stderr
     run = get_run(run_root, name)
-    if run["status"] != RUNNING:
-        print(f"job {name} is already {run['status']}; nothing to cancel", file=err)
+    if run.status != RUNNING:  # a process that does not prove to be the run's makes it read Failed
+        print(f"job {name} is already {run.status}; nothing to cancel", file=err)
         return run
-    state = read_state(run["run_dir"]) or {}
-    if not run_state.supervisor_alive(state):  # it died between the two reads
+    run_dir = run.details["run_dir"]
+    run_state.request_cancel(run_dir)
+    if not _signal_own(run.details["pid"], run.details["pid_start_time"], run_dir, name):
         return get_run(run_root, name)
-    with open(os.path.join(run["run_dir"], run_state.CANCEL_FILE), "w", encoding="utf-8") as fh:
-        fh.write(f"{run_state.now_iso()} pid {os.getpid()}\n")
-    try:
-        os.kill(state["pid"], signal.SIGTERM)
-    except ProcessLookupError:
-        return get_run(run_root, name)
-    except PermissionError:
-        raise UserError(f"job {name} runs as another user (pid {state['pid']}); amldist cannot stop it",
-                        exit_code=1) from None
     if not wait:
         return run
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run = get_run(run_root, name)
-        if run["status"] in TERMINAL:
+        if run.status in TERMINAL:
             return run
         time.sleep(0.05)
     raise UserError(f"job {name} was sent SIGTERM but has not ended after {timeout:.0f}s",
                     hint=f"'amldist job show {name}' tells when it has", exit_code=1)
 
 
+def _signal_own(pid: int, started: int, run_dir: str, name: str) -> bool:
+    """SIGTERM ``pid`` if it proves to be the run's own; a pidfd holds it between the proof and the
+    signal, so a pid reused meanwhile is never reached. False when it is gone or not the run's."""
+    try:
+        handle = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+    except ProcessLookupError:
+        return False
+    except OSError:
+        handle = None
+    try:
+        if not proc.belongs_to_run(pid, started, run_dir):
+            return False
+        if handle is not None:
+            signal.pidfd_send_signal(handle, signal.SIGTERM)
+        else:  # pragma: no cover - kernels before 5.3
+            os.kill(pid, signal.SIGTERM)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        raise UserError(f"job {name} runs as another user (pid {pid}); amldist cannot stop it", exit_code=1) from None
+    finally:
+        if handle is not None:
+            os.close(handle)
+
+
 # --- download --------------------------------------------------------------------------------
 def download(run_root: str, name: str, destination: str, *, output_name: str | None = None,
-             all_outputs: bool = False) -> list[str]:
-    """Copy what ``az ml job download`` would: the logs to ``artifacts/user_logs/``, and the named
-    outputs (``all_outputs``, or the one ``output_name``) to ``named-outputs/<name>/``. Returns the
-    paths written."""
+             all_outputs: bool = False, step: str | None = None) -> list[str]:
+    """Copy what ``az ml job download`` would: the logs to ``artifacts/user_logs/`` (a pipeline's, one
+    folder per step), and the named outputs (``all_outputs``, or the one ``output_name``) to
+    ``named-outputs/<name>/``; ``step``: that step of a pipeline, as a job. Returns the paths written."""
     run = get_run(run_root, name)
-    if run["status"] not in TERMINAL:
-        raise UserError(f"job {name} is {run['status']}; download is allowed once it has ended "
+    if step is not None:
+        run = get_step(run, step)
+    if run.status not in TERMINAL:
+        raise UserError(f"job {run.name} is {run.status}; download is allowed once it has ended "
                         f"({', '.join(TERMINAL)})", hint=f"'amldist job logs {name} --follow' waits for the end",
                         exit_code=1)
-    outputs = run.get("outputs", {})
-    if output_name is not None and output_name not in outputs:
-        raise UserError(f"job {name} has no output {output_name!r}",
-                        hint=f"its outputs: {', '.join(outputs) or 'none'}")
+    if output_name is not None and run.output(output_name) is None:
+        raise UserError(f"job {run.name} has no output {output_name!r}",
+                        hint=f"its outputs: {', '.join(o.name for o in run.outputs) or 'none'}")
+    if os.path.exists(destination) and not os.path.isdir(destination):
+        raise UserError(f"-o {destination} is a file, not a folder", hint="name a folder (it is created)")
     written = []
     if output_name is None:
-        target = os.path.join(destination, "artifacts", "user_logs")
-        shutil.copytree(run["logs"], target, dirs_exist_ok=True)
-        written.append(target)
-    for out_name, output in outputs.items():
-        if not (all_outputs or out_name == output_name) or not os.path.exists(output["path"]):
-            continue
-        target = os.path.join(destination, "named-outputs", out_name)
-        if os.path.isdir(output["path"]):
-            shutil.copytree(output["path"], target, dirs_exist_ok=True)
-        else:
-            os.makedirs(target, exist_ok=True)
-            shutil.copy2(output["path"], target)
-        written.append(target)
+        written += _copy_logs(run, os.path.join(destination, "artifacts", "user_logs"))
+    for output in run.outputs:
+        if (all_outputs or output.name == output_name) and output.path and os.path.lexists(output.path):
+            target = os.path.join(destination, "named-outputs", output.name)
+            _copy(output.path, target)
+            written.append(target)
     return written
+
+
+def _copy_logs(run: JobRecord, target: str) -> list[str]:
+    if run.kind == "job":
+        if run.details.get("logs") and os.path.isdir(run.details["logs"]):
+            _copy(run.details["logs"], target)
+            return [target]
+        return []
+    written = []
+    for step in run.steps:
+        logs = os.path.join(step.run_dir or "", "user_logs")
+        if step.run_dir and os.path.isdir(logs):
+            inside = os.path.normpath(os.path.join(target, step.name))
+            if os.path.commonpath([inside, target]) == target:
+                _copy(logs, inside)
+                written.append(inside)
+    return written
+
+
+def _copy(source: str, target: str) -> None:
+    """A folder's tree (links copied as links, never followed), or a file into ``target``."""
+    if os.path.isdir(source) and not os.path.islink(source):
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+    else:
+        os.makedirs(target, exist_ok=True)
+        shutil.copy2(source, target, follow_symlinks=False)

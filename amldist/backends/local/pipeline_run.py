@@ -25,7 +25,6 @@ Exit code: 0 when every step completed, 1 when one failed, 128+N when stopped by
 from __future__ import annotations
 
 import dataclasses
-import json
 import multiprocessing
 import os
 import signal
@@ -35,6 +34,8 @@ from dataclasses import dataclass, field
 
 from amldist.backends.local.plan import LocalPlan, describe, job_name, plan
 from amldist.backends.local.process_groups import die_with_parent
+from amldist.backends.local.records import step_exit_code
+from amldist.backends.local.run_state import STEP_STATUS, PipelineState, write_state
 from amldist.backends.local.supervisor import STOP_SIGNALS, ignore_runs, launch
 from amldist.errors import UserError
 from amldist.rules.secrets import mask_tree
@@ -148,9 +149,10 @@ def _step_main(p: LocalPlan, parent: int) -> None:
 class _Runner:
     """The scheduler of :func:`run_pipeline`: which step starts when, and what each one ended as."""
 
-    def __init__(self, pp: PipelinePlan, err):
+    def __init__(self, pp: PipelinePlan, err, state: PipelineState | None = None):
         self.pp = pp
         self.err = err
+        self.state = state  # the pipeline's status.json (run_state.PipelineState)
         self.status = {s.name: "waiting" for s in pp.steps}
         self.codes: dict[str, int | None] = {}
         self.started: dict[str, float] = {}
@@ -181,18 +183,24 @@ class _Runner:
         self.running[step.name] = proc
         self.status[step.name] = "running"
         self.started[step.name] = time.time()
+        if self.state:
+            self.state.step_started(step.name)
 
     def finish(self, name: str, code: int) -> None:
         self.running.pop(name)
         self.ended[name] = time.time()
+        code = step_exit_code(next(s.plan.run_dir for s in self.pp.steps if s.name == name), code)
         self.codes[name] = code
+        self.status[name] = "completed" if code == 0 else "stopped" if self.stop_signal is not None else "failed"
+        if self.state:
+            self.state.step_ended(name, STEP_STATUS[self.status[name]], code)
         if code == 0:
-            self.status[name] = "completed"
             return
-        self.status[name] = "stopped" if self.stop_signal is not None else "failed"
         skipped = self.dependents(name)
         for other in skipped:
             self.status[other] = "skipped"
+            if self.state:
+                self.state.step_not_started(other, f"it reads from {name}, which did not complete")
         if self.stop_signal is None:
             print(f"error: step {name} of pipeline {self.pp.name} failed (exit {code})"
                   + (f"; not started: {', '.join(skipped)} (they read from it)" if skipped else ""), file=self.err)
@@ -233,12 +241,13 @@ def run_pipeline(pp: PipelinePlan, *, out=None, err=None) -> int:
         os.mkdir(pp.run_dir, 0o700)
     except FileExistsError:
         raise UserError(f"a local run named {pp.name!r} already exists", hint="pass --name NEW") from None
+    record = PipelineState(pp)
     fd = os.open(os.path.join(pp.run_dir, "pipeline.yml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(fd, "w", encoding="utf-8") as fh:
         fh.write(pp.pipeline_yaml)
     print(f"pipeline {pp.name}: {len(pp.steps)} step(s) ({' -> '.join(s.name for s in pp.steps)}), run folder "
           f"{os.path.relpath(pp.run_dir)}", file=out, flush=True)
-    runner = _Runner(pp, err)
+    runner = _Runner(pp, err, record)
     previous = {}
     if hasattr(signal, "pthread_sigmask"):
         import threading
@@ -259,6 +268,7 @@ def run_pipeline(pp: PipelinePlan, *, out=None, err=None) -> int:
             if state == "waiting":
                 runner.status[name] = "not started"
         write_summary(pp, runner, time.time() - began)
+        record.finished(stop_signal=runner.stop_signal)
     print(summary_text(pp, runner), file=out)
     if runner.stop_signal is not None:
         print(f"error: pipeline {pp.name} stopped by {signal.Signals(runner.stop_signal).name}", file=err)
@@ -289,9 +299,10 @@ def write_summary(pp: PipelinePlan, runner: _Runner, elapsed: float) -> None:
     status = "completed" if states == {"completed"} else "stopped" if runner.stop_signal else "failed"
     summary = {"pipeline": pp.name, "status": status, "duration_s": round(elapsed, 3),
                "steps": step_records(pp, runner), "outputs": pp.outputs}
-    with open(pp.summary_path, "w", encoding="utf-8") as fh:
-        json.dump(summary, fh, indent=2)
-        fh.write("\n")
+    try:
+        write_state(pp.run_dir, summary, os.path.basename(pp.summary_path))  # never through a planted link
+    except OSError:
+        pass  # status.json holds the same record
 
 
 def summary_text(pp: PipelinePlan, runner: _Runner) -> str:
@@ -299,32 +310,3 @@ def summary_text(pp: PipelinePlan, runner: _Runner) -> str:
             for r in step_records(pp, runner)]
     width = [max(len(row[i]) for row in rows + [("step", "status", "time", "folder")]) for i in range(3)]
     return "\n".join(f"  {a:<{width[0]}}  {b:<{width[1]}}  {c:>{width[2]}}  {d}" for a, b, c, d in rows)
-
-
-def run_local(pipeline, *, name: str | None = None, max_parallel: int | None = None, dry_run: bool = False,
-              sets=(), inputs=(), run_root: str = ".amldist/runs") -> int:
-    """Run a pipeline on this machine from Python, as ``amldist submit FILE --local`` does.
-
-    ``pipeline`` is a pipeline YAML path, an amldist ``PipelineJob``, or an azure-ai-ml
-    ``PipelineJob`` built with ``@dsl.pipeline`` (its YAML form, ``_to_dict()``, holds each step's
-    component inline with absolute code paths). Returns the exit code; ``dry_run`` prints the plan.
-    """
-    import tempfile
-
-    from amldist.submit.prepare import prepare
-
-    options = SubmitOptions(name=name, max_parallel=max_parallel, run_root=run_root)
-    with tempfile.TemporaryDirectory(prefix="amldist-pipeline-") as folder:
-        if isinstance(pipeline, (str, os.PathLike)):
-            path = os.fspath(pipeline)
-        else:
-            data = pipeline._to_dict() if hasattr(pipeline, "_to_dict") else pipeline.to_dict()
-            path = os.path.join(folder, f"{getattr(pipeline, 'name', None) or 'pipeline'}.yml")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(dump_yaml(data))
-        prepared = prepare(path, sets=list(sets), inputs=list(inputs))
-        p = plan_pipeline(prepared, options)
-        if dry_run:
-            print(describe_pipeline(p))
-            return 0
-        return run_pipeline(p)

@@ -1,17 +1,22 @@
-"""A local run's ``status.json``: what ``amldist job show/list/cancel`` read while and after it runs.
+"""A local run's ``status.json``: what ``amldist job list/show/logs/cancel`` read while and after it runs.
 
-The supervisor (:mod:`amldist.backends.local.supervisor`) keeps one :class:`RunState` per run and
+The supervisor (:mod:`amldist.backends.local.supervisor`) keeps one :class:`RunState` per job and
 calls it at three points: :meth:`RunState.started` once the processes run, :meth:`RunState.update`
-on every poll (it writes only when a process has exited), :meth:`RunState.finished` at the end.
-Every write replaces the file in one step (a temporary file, then ``os.replace``), so a reader
-never sees half a file.
+on every poll (it writes only when a process has exited), :meth:`RunState.finished` at the end. A
+pipeline's runner keeps one :class:`PipelineState` the same way, its steps in the same file. Every
+write replaces the file in one step (a temporary file, then a rename) inside the run folder opened
+once (a descriptor, not a path), so a reader never sees half a file and nothing is ever written
+through a link someone planted in the run folder (the rename replaces the link itself).
 
-The file holds the supervisor's pid and its start time (``/proc/<pid>/stat``, field 22), so
-that ``cancel`` signals only that process and ``show`` can tell a run whose supervisor died
-(SIGKILL, a crash, a reboot) from one still running. Statuses use Azure ML's words:
-``Running``, ``Completed``, ``Failed``, ``Canceled``. ``amldist job cancel`` leaves a
-``cancel_requested`` file in the run folder before it sends SIGTERM: the supervisor then records
-``Canceled`` rather than a stop by a signal. Any stop by a signal (Ctrl-C too) is a
+The file holds the supervisor's pid and its start time; the supervisor also keeps its run folder
+open while it runs, so that ``cancel`` signals only a process that proves to be that run's
+(:func:`amldist.backends.local.proc.belongs_to_run`) and ``show`` can tell a run whose supervisor
+died (SIGKILL, a crash, a reboot) from one still running. The file is read back as data, never as
+authority: :mod:`amldist.backends.local.records` reads it bounded, regular files only, typed.
+Statuses use Azure ML's words (:mod:`amldist.backends.base`): ``NotStarted``, ``Running``,
+``Completed``, ``Failed``, ``Canceled``. ``amldist job cancel`` leaves a ``cancel_requested`` file in
+the run folder before it sends SIGTERM: the supervisor then records ``Canceled`` by
+``amldist job cancel`` rather than a stop by a signal. Any stop by a signal (Ctrl-C too) is a
 cancellation, as a job stopped by its user is ``Canceled`` on Azure ML; ``stopped_by`` says which.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import time
 from datetime import datetime, timezone
 
@@ -29,60 +35,70 @@ from amldist.backends.local.state_retry import RetryingWrite
 
 STATUS_FILE = "status.json"
 CANCEL_FILE = "cancel_requested"
-RUNNING, COMPLETED, FAILED, CANCELED = "Running", "Completed", "Failed", "Canceled"
-TERMINAL = (COMPLETED, FAILED, CANCELED)
 FORMAT_VERSION = 1
+__all__ = ["CANCELED", "COMPLETED", "FAILED", "NOT_STARTED", "RUNNING", "TERMINAL"]
+# The step runner's own words for a step (summary.json) -> Azure ML's, as status.json records them.
+STEP_STATUS = {"waiting": NOT_STARTED, "not started": NOT_STARTED, "skipped": NOT_STARTED, "running": RUNNING,
+               "completed": COMPLETED, "failed": FAILED, "stopped": CANCELED}
+
+process_start_time = proc.start_time  # the one /proc/<pid>/stat parser lives in proc
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def process_start_time(pid: int) -> int | None:
-    """The start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22), or None
-    when the process is gone or is a zombie. A pid reused by another process has another start time."""
+def _open_folder(path: str) -> int:
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+
+
+def write_state(folder: str | int, data: dict, name: str = STATUS_FILE) -> None:
+    """Replace ``folder/name`` with ``data`` as JSON in one step (readers see the old or the new file).
+    ``folder`` is a path or an open folder descriptor; a link at ``name`` is replaced, never followed."""
+    text = json.dumps(data, indent=2) + "\n"
+    dir_fd = _open_folder(folder) if isinstance(folder, str) else folder
+    tmp = f".{name}.{os.urandom(4).hex()}.tmp"
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])  # fields after the command name start at field 3: 22 - 3
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     0o644, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+    finally:
+        if isinstance(folder, str):
+            os.close(dir_fd)
 
 
 def write_atomically(path: str, data: dict) -> None:
-    """Replace ``path`` with ``data`` as JSON in one step (readers see the old or the new file)."""
-    write_atomic(path, json.dumps(data, indent=2) + "\n")
+    """:func:`write_state` by path (``path``'s folder and file name)."""
+    write_state(os.path.dirname(os.path.abspath(path)), data, os.path.basename(path))
 
 
-def read_state(run_dir: str) -> dict | None:
-    """The run's status.json, or None when it has none (a run from before status files, or one
-    being created)."""
+def request_cancel(run_dir: str) -> None:
+    """Leave the ``cancel_requested`` marker; never through an existing file or link (one already there
+    is a request already made)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(os.path.join(run_dir, STATUS_FILE), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+        fd = os.open(os.path.join(run_dir, CANCEL_FILE), flags, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(f"{now_iso()} pid {os.getpid()}\n")
 
 
-def supervisor_alive(state: dict) -> bool:
-    """Whether the supervisor named in ``state`` still runs (same pid *and* same start time)."""
-    pid, started = state.get("pid"), state.get("pid_start_time")
-    if not isinstance(pid, int):
+def cancel_requested(run_dir: str) -> bool:
+    """Whether ``amldist job cancel`` left its marker (a regular file, not something planted)."""
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(run_dir, CANCEL_FILE)).st_mode)
+    except OSError:
         return False
-    current = process_start_time(pid)
-    return current is not None and (started is None or current == started)
-
-
-def effective(state: dict) -> dict:
-    """``state`` as a reader should see it: a ``Running`` run whose supervisor is gone is
-    ``Failed`` (nothing will ever record its end)."""
-    if state.get("status") == RUNNING and not supervisor_alive(state):
-        state = {**state, "status": FAILED,
-                 "error": "amldist stopped without recording the end of the run (killed or crashed)"}
-    return state
 
 
 def signal_name(signum: int | None) -> str | None:
@@ -151,8 +167,6 @@ class RunState(_StateFile):
                           "exit_code": None} if launcher else None),
             "outputs": {name: {"path": path, "type": kind} for name, (path, kind) in plan.outputs.items()},
             "logs": plan.log_dir,
-            "stopped_by": None,
-            "error": None,
         }
         self._codes: list = []
         self._write()
@@ -187,7 +201,7 @@ class RunState(_StateFile):
         """Record the end: ``outcome`` is the supervisor's ("ok", "failed", "timeout", "signal")."""
         self._codes = []
         self.update(codes)
-        canceled_by_command = os.path.exists(os.path.join(self.run_dir, CANCEL_FILE))
+        canceled_by_command = cancel_requested(self.run_dir)
         if outcome == "ok":
             status = COMPLETED
         elif outcome == "signal" or canceled_by_command:
@@ -197,17 +211,65 @@ class RunState(_StateFile):
             status = FAILED
             self.data["error"] = (f"ran past limits.timeout ({timeout}s)" if outcome == "timeout"
                                   else f"{failed_label or 'a process'} exited with a non-zero code")
-        self.data["status"] = status
-        self.data["end_time"] = now_iso()
-        self.data["duration_seconds"] = round(time.monotonic() - self.started_clock, 3)
-        self._write()
+        self._end(status)
         return self.data
 
-    def _write(self) -> None:
-        try:
-            write_atomically(self.path, self.data)
-        except OSError:  # the run folder vanished or the disk is full: the run itself goes on
-            pass
+
+class PipelineState(_StateFile):
+    """The status.json of one local pipeline run, kept by its step runner
+    (:mod:`amldist.backends.local.pipeline_run`): the same fields as a job's, steps in place of ranks."""
+
+    def __init__(self, pp, pid: int | None = None):
+        super().__init__(pp.run_dir, pid)
+        self.data = {
+            **self._owner(),
+            "name": pp.name,
+            "kind": "pipeline",
+            "status": RUNNING,
+            "steps": [{"name": s.name, "status": NOT_STARTED, "exit_code": None, "start_time": None,
+                       "end_time": None, "duration_seconds": None, "needs": list(s.needs),
+                       "run_dir": s.plan.run_dir, "note": None} for s in pp.steps],
+            "outputs": {name: {"path": path, "type": None} for name, path in pp.outputs.items()},
+            "logs": None,
+        }
+        self._clocks: dict[str, float] = {}
+        self._write()
+
+    def _step(self, name: str) -> dict:
+        return next(s for s in self.data["steps"] if s["name"] == name)
+
+    def step_started(self, name: str) -> None:
+        self._clocks[name] = time.monotonic()
+        self._step(name).update(status=RUNNING, start_time=now_iso())
+        self._write()
+
+    def step_ended(self, name: str, status: str, exit_code: int | None) -> None:
+        """``status`` in Azure ML's words; ``exit_code`` the step's failing process's own code."""
+        began = self._clocks.get(name)
+        self._step(name).update(status=status, exit_code=exit_code, end_time=now_iso(),
+                                duration_seconds=None if began is None else round(time.monotonic() - began, 3))
+        self._write()
+
+    def step_not_started(self, name: str, note: str) -> None:
+        self._step(name).update(status=NOT_STARTED, note=note)
+        self._write()
+
+    def finished(self, *, stop_signal: int | None = None) -> dict:
+        """Record the pipeline's end from its steps: Completed when all completed, Canceled when a signal
+        (or ``amldist job cancel``) stopped it, else Failed naming the failed steps."""
+        statuses = [s["status"] for s in self.data["steps"]]
+        if cancel_requested(self.run_dir) or stop_signal is not None:
+            status = CANCELED
+            self.data["stopped_by"] = ("amldist job cancel" if cancel_requested(self.run_dir)
+                                       else signal_name(stop_signal))
+        elif all(s == COMPLETED for s in statuses):
+            status = COMPLETED
+        else:
+            status = FAILED
+            failed = [s["name"] for s in self.data["steps"] if s["status"] == FAILED]
+            self.data["error"] = f"step(s) {', '.join(failed) or '?'} failed"
+        self._end(status)
+        return self.data
 
 
 def record_end(sup, outcome: str, failed: int | None) -> dict | None:

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 import amldist.backends.azureml.backend as azureml
+from amldist.backends.base import exit_code_of
 from amldist.submit.prepared import Prepared, SubmitOptions
 import amldist.runtime
 
@@ -72,7 +73,7 @@ def backend():
 def submit(prepared, options) -> int:
     """What ``amldist submit`` does: plan, then run exactly that plan."""
     b = backend()
-    return b.run(b.plan(prepared, options))
+    return exit_code_of(b.run(b.plan(prepared, options)))
 
 
 def dry_run(prepared, options) -> str:

@@ -61,7 +61,7 @@ def test_show_gives_status_times_outputs_and_the_studio_url(cli, azure):
     data = json.loads(out)
     assert data["status"] == "Completed" and data["backend"] == "azureml"
     assert data["duration_seconds"] == 90.0
-    assert data["outputs"]["model"]["uri"] == "azureml://datastores/workspaceblobstore/paths/models/"
+    assert data["outputs"]["model"]["path"] == "azureml://datastores/workspaceblobstore/paths/models/"
     assert data["studio_url"].startswith("https://ml.azure.com/runs/j1?wsid=")
     assert azure.find("GET", r"/jobs/j1$")
     code, out, _ = cli("job", "show", "-n", "j1", *WS)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from amldist.backends.local import jobs, run_state
+from amldist.backends.local import jobs, log_files, run_state
 from amldist.backends.local.plan import plan
 from amldist.backends.local.supervisor import launch
 from amldist.errors import UserError
@@ -41,7 +41,7 @@ def test_completed_and_failed_runs_are_told_apart(tmp_path):
     survivors(recorded_pids(tmp_path / "pids"), timeout=0)
     assert (ok_code, bad_code) == (0, 1)
     root = str(tmp_path / "runs")
-    good, bad = jobs.get_run(root, "good"), jobs.get_run(root, "bad")
+    good, bad = jobs.get_run(root, "good").to_json(), jobs.get_run(root, "bad").to_json()
     assert good["status"] == "Completed" and bad["status"] == "Failed"
     assert [r["exit_code"] for r in good["ranks"]] == [0, 0]
     assert bad["ranks"][1]["exit_code"] == 3  # the failing rank's own code
@@ -49,10 +49,10 @@ def test_completed_and_failed_runs_are_told_apart(tmp_path):
     assert bad["nodes"] == [{"node": 0, "exit_code": 3}]
     assert good["outputs"]["model"]["path"] == str(tmp_path / "runs" / "good" / "outputs" / "model")
     assert good["duration_seconds"] > 0 and good["end_time"]
-    assert {r["name"] for r in jobs.list_runs(root)} == {"good", "bad"}
+    assert {r.name for r in jobs.list_runs(root)} == {"good", "bad"}
     # the end of a run says where everything is
     assert "status: Completed" in ok_out and "output model:" in ok_out and "exit 0" in ok_out
-    text = jobs.show_text(bad)
+    text = jobs.show_text(jobs.get_run(root, "bad"))
     assert "status: Failed" in text and "rank 1: exit 3" in text
 
 
@@ -64,7 +64,7 @@ def test_status_json_shows_a_running_run_and_a_cancel_request_records_canceled(t
     thread.start()
     try:
         wait_for_pid_files(tmp_path / "pids", 2)
-        state = jobs.get_run(str(tmp_path / "runs"), "live")
+        state = jobs.get_run(str(tmp_path / "runs"), "live").to_json()
         assert state["status"] == "Running"
         assert state["pid"] == os.getpid()
         assert all(r["pid"] and r["exit_code"] is None for r in state["ranks"])
@@ -80,7 +80,7 @@ def test_status_json_shows_a_running_run_and_a_cancel_request_records_canceled(t
         os.kill(pid, signal.SIGTERM)
     thread.join(30)
     survivors(recorded_pids(tmp_path / "pids"), timeout=0)
-    state = jobs.get_run(str(tmp_path / "runs"), "live")
+    state = jobs.get_run(str(tmp_path / "runs"), "live").to_json()
     assert state["status"] == "Canceled" and state["stopped_by"] == "amldist job cancel"
 
 
@@ -95,13 +95,13 @@ def test_a_run_whose_supervisor_died_reads_as_failed(tmp_path):
         "name": "ghost", "status": "Running", "pid": dead, "pid_start_time": 1, "start_time": run_state.now_iso(),
         "ranks": [], "outputs": {}})
     state = jobs.get_run(str(tmp_path / "runs"), "ghost")
-    assert state["status"] == "Failed" and "killed or crashed" in state["error"]
+    assert state.status == "Failed" and "killed or crashed" in state.error
     # a live pid with another start time is not that run's supervisor either
     run_state.write_atomically(str(run_dir / "status.json"), {
         "name": "ghost", "status": "Running", "pid": os.getpid(),
         "pid_start_time": run_state.process_start_time(os.getpid()) + 1, "ranks": [], "outputs": {}})
-    assert jobs.get_run(str(tmp_path / "runs"), "ghost")["status"] == "Failed"
-    assert jobs.cancel(str(tmp_path / "runs"), "ghost", err=io.StringIO())["status"] == "Failed"
+    assert jobs.get_run(str(tmp_path / "runs"), "ghost").status == "Failed"
+    assert jobs.cancel(str(tmp_path / "runs"), "ghost", err=io.StringIO()).status == "Failed"
 
 
 def test_logs_one_rank_all_ranks_and_download(tmp_path):
@@ -109,13 +109,13 @@ def test_logs_one_rank_all_ranks_and_download(tmp_path):
     assert code == 0
     root = str(tmp_path / "runs")
     out = io.StringIO()
-    jobs.logs(root, "done", rank=1, out=out)
+    log_files.logs(root, "done", rank=1, out=out)
     assert out.getvalue() == "rank 1 started\n"
     out = io.StringIO()
-    jobs.logs(root, "done", out=out)
+    log_files.logs(root, "done", out=out)
     assert sorted(out.getvalue().splitlines()) == ["[rank 0] rank 0 started", "[rank 1] rank 1 started"]
     with pytest.raises(UserError, match="no rank 5"):
-        jobs.logs(root, "done", rank=5, out=io.StringIO())
+        log_files.logs(root, "done", rank=5, out=io.StringIO())
     (tmp_path / "runs" / "done" / "outputs" / "model" / "w.bin").write_bytes(b"\0\1")
     written = jobs.download(root, "done", str(tmp_path / "dl"), all_outputs=True)
     assert len(written) == 2

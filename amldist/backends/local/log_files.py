@@ -1,0 +1,109 @@
+"""``amldist job logs`` for local runs: one rank's log, every rank's, or a pipeline's steps', in constant memory.
+
+With several logs each line starts with its source, as ``--stream`` prints them: ``[rank 1]`` for a
+job, ``[STEP]`` (one process) or ``[STEP rank 1]`` for a pipeline's steps. ``--follow`` keeps printing
+new complete lines until the run ends (a pipeline's steps are picked up as they start); each line
+is printed once. Logs are read in chunks, never whole.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from amldist.backends.base import RUNNING, JobRecord
+from amldist.backends.local.jobs import get_run, get_step
+from amldist.backends.local.records import read_record
+from amldist.errors import UserError
+
+FOLLOW_POLL_SECONDS = 0.2
+CHUNK = 64 * 1024
+MAX_LINE = 1024 * 1024  # a longer "line" (no newline in sight) is printed in pieces
+
+
+def pick_logs(run: JobRecord, rank: int | None) -> list[tuple[str, str]]:
+    """(label, path) of a job's logs to print: one rank's, or every rank's."""
+    ranks = [r for r in run.ranks if r.log]
+    if rank is None:
+        return [(r.label, r.log) for r in ranks]
+    for entry in ranks:
+        if entry.rank == rank:
+            return [(entry.label, entry.log)]
+    if 0 <= rank < len(ranks):  # tensorflow's workers and parameter servers have no RANK: their order
+        return [(ranks[rank].label, ranks[rank].log)]
+    raise UserError(f"job {run.name} has no rank {rank}", hint=f"its ranks are 0 to {len(ranks) - 1}")
+
+
+def step_logs(run: JobRecord, rank: int | None) -> list[tuple[str, str]]:
+    """Every started step's logs, each labelled with the step's name."""
+    chosen = []
+    for step in run.steps:
+        try:
+            record = read_record(step.run_dir) if step.run_dir else None
+        except UserError:
+            record = None
+        if record is None:
+            continue
+        logs = pick_logs(record, rank)
+        chosen += [(step.name if len(logs) == 1 else f"{step.name} {label}", path) for label, path in logs]
+    return chosen
+
+
+def logs(run_root: str, name: str, *, step: str | None = None, rank: int | None = None, follow: bool = False,
+         out=None) -> JobRecord:
+    """Print the logs (see the module docstring); returns the run's record as it stood at the end."""
+    out = out or sys.stdout
+    run = get_run(run_root, name)
+    read = _Reader(out)
+    while True:
+        if step is not None:
+            record = get_step(run, step)
+            chosen = pick_logs(record, rank)
+        else:
+            record = run
+            chosen = step_logs(run, rank) if run.kind == "pipeline" else pick_logs(run, rank)
+        ended = not follow or record.status != RUNNING
+        for label, path in chosen:
+            read.copy(path, label if len(chosen) > 1 or run.kind == "pipeline" and step is None else None,
+                      whole=ended)
+        if ended:
+            return run
+        time.sleep(FOLLOW_POLL_SECONDS)
+        run = get_run(run_root, name)
+
+
+class _Reader:
+    """Where each log was read to, so that every line is printed once."""
+
+    def __init__(self, out):
+        self.out = out
+        self.offsets: dict[str, int] = {}
+
+    def copy(self, path: str, label: str | None, *, whole: bool) -> None:
+        """Write the lines of ``path`` after its offset (complete lines only unless ``whole``)."""
+        prefix = f"[{label}] " if label else ""
+        offset = self.offsets.get(path, 0)
+        try:
+            fh = open(path, "rb")
+        except OSError:
+            return
+        with fh:
+            fh.seek(offset)
+            pending = b""
+            while chunk := fh.read(CHUNK):
+                pending += chunk
+                cut = pending.rfind(b"\n") + 1 if len(pending) <= MAX_LINE else len(pending)
+                self._write(pending[:cut], prefix)
+                offset += cut
+                pending = pending[cut:]
+            if whole and pending:
+                self._write(pending + b"\n", prefix)
+                offset += len(pending)
+        self.offsets[path] = offset
+        self.out.flush()
+
+    def _write(self, data: bytes, prefix: str) -> None:
+        if not data:
+            return
+        text = data.decode("utf-8", "replace")
+        self.out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)

@@ -1,0 +1,228 @@
+"""A local run's ``status.json`` read back as a :class:`~amldist.backends.base.JobRecord`: data, not authority.
+
+The file is read bounded (at most :data:`MAX_STATE_BYTES`), only when it is a regular file reached
+without following a link (a FIFO, a device, a link to ``/dev/zero`` are refused at once, never read),
+and typed: every field is checked against what amldist writes (:mod:`amldist.backends.local.run_state`),
+and every path it names (logs, outputs, step folders) must lie inside the run folder it was read
+from. Anything else raises :class:`StateError`, one line naming the run and the field, so that
+``amldist job list`` can report that run on one line and still list the others.
+
+Whether a ``Running`` run still runs is decided by the process it recorded *proving* to be its own
+(:func:`amldist.backends.local.proc.belongs_to_run`), not by the pid in the file: a run whose
+supervisor is gone (or was never the process the file names) reads as ``Failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import time
+from datetime import datetime, timezone
+
+from amldist.backends.base import (FAILED, RUNNING, STATUSES, JobRecord, OutputRecord, RankRecord,
+                                   StepRecord)
+from amldist.backends.local import proc
+from amldist.backends.local.run_state import STATUS_FILE
+from amldist.errors import UserError
+
+MAX_STATE_BYTES = 4 * 1024 * 1024  # a 1,000-rank job's status.json is about 200 KB
+_TEXT, _INT, _NUM = (str,), (int,), (int, float)
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+
+
+class StateError(UserError):
+    """A status.json that is not what amldist writes (exit 1: the run's record is unreadable)."""
+
+    def __init__(self, run_dir: str, what: str):
+        super().__init__(f"local run {os.path.basename(run_dir)!r}: its {STATUS_FILE} {what}",
+                         hint=f"the run's files are in {os.path.relpath(run_dir)}; remove the folder if it is not "
+                         "a run", exit_code=1)
+
+
+def read_bytes(run_dir: str) -> bytes | None:
+    """The bytes of ``run_dir/status.json`` (None when there is none); StateError for anything but a
+    regular file of at most MAX_STATE_BYTES reached without a link."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(os.path.join(run_dir, STATUS_FILE), flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: a link
+        raise StateError(run_dir, "cannot be opened as a regular file (a link?): "
+                         f"{exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StateError(run_dir, "is not a regular file")
+        data = os.read(fd, MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        raise StateError(run_dir, f"cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_STATE_BYTES:
+        raise StateError(run_dir, f"is larger than {MAX_STATE_BYTES // (1024 * 1024)} MiB")
+    return data
+
+
+def read_record(run_dir: str) -> JobRecord | None:
+    """The run in ``run_dir`` as a record (its status as a reader should see it), None when it has no
+    status.json yet; StateError when the file is not one amldist wrote."""
+    data = read_bytes(run_dir)
+    if data is None:
+        return None
+    try:
+        state = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise StateError(run_dir, f"is not JSON ({str(exc).splitlines()[0][:80]})") from None
+    if not isinstance(state, dict):
+        raise StateError(run_dir, f"holds a JSON {type(state).__name__}, not an object")
+    return _Reader(run_dir, state).record()
+
+
+def alive(record: JobRecord) -> bool:
+    """Whether the process ``record`` names is provably that run's (same start time, holds its folder)."""
+    details = record.details
+    return proc.belongs_to_run(details.get("pid"), details.get("pid_start_time"), details["run_dir"])
+
+
+def effective(record: JobRecord) -> JobRecord:
+    """``record`` as a reader should see it: a ``Running`` run whose own process is gone is ``Failed``
+    (nothing will ever record its end)."""
+    import dataclasses
+
+    if record.status != RUNNING:
+        return record
+    if alive(record):
+        return dataclasses.replace(record, duration_seconds=_since(record.start_time))
+    return dataclasses.replace(record, status=FAILED,
+                               error="amldist stopped without recording the end of the run (killed or crashed)")
+
+
+def _since(start_time: str | None) -> float | None:
+    try:
+        started = datetime.fromisoformat(start_time or "")
+    except ValueError:
+        return None
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=timezone.utc)
+    return round(time.time() - started.timestamp(), 3)
+
+
+def nodes_of(ranks) -> list[dict]:
+    """Each node's exit code: its first failing process's (one that exited by itself before one amldist
+    stopped with a signal), 0 when all exited 0, None while one still runs."""
+    nodes: dict[int, list] = {}
+    for entry in ranks:
+        nodes.setdefault(entry.node, []).append(entry.exit_code)
+    return [{"node": node, "exit_code": first_failure(codes)} for node, codes in sorted(nodes.items())]
+
+
+def first_failure(codes) -> int | None:
+    failing = sorted((c for c in codes if c not in (None, 0)), key=lambda c: c < 0)
+    if failing:
+        return failing[0]
+    return 0 if codes and all(c == 0 for c in codes) else None
+
+
+def step_exit_code(step_run_dir: str, runner_code: int | None) -> int | None:
+    """A pipeline step's exit code: its failing process's own (a rank that exited 3 is exit 3), read
+    from the step's status.json; the step runner's code when that file says nothing."""
+    try:
+        record = read_record(step_run_dir)
+    except UserError:
+        record = None
+    if record is not None:
+        code = first_failure([r.exit_code for r in record.ranks]
+                             + ([record.details["launcher"].exit_code] if record.details.get("launcher") else []))
+        if code not in (None, 0) or runner_code == 0:
+            return code
+    return runner_code
+
+
+class _Reader:
+    """Typed access to one status.json mapping; every mistake is a StateError naming the field."""
+
+    def __init__(self, run_dir: str, state: dict):
+        self.run_dir = os.path.abspath(run_dir)
+        self.state = state
+
+    def get(self, mapping: dict, key: str, types: tuple, where: str, *, required: bool = False):
+        value = mapping.get(key)
+        if value is None:
+            if required:
+                raise StateError(self.run_dir, f"has no {where}{key}")
+            return None
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise StateError(self.run_dir, f"has {where}{key} of type {type(value).__name__}, expected "
+                             + " or ".join(t.__name__ for t in types))
+        return value
+
+    def path(self, mapping: dict, key: str, where: str) -> str | None:
+        """A path the file names; it must lie inside the run folder."""
+        value = self.get(mapping, key, _TEXT, where)
+        if value is None:
+            return None
+        resolved = os.path.normpath(os.path.join(self.run_dir, value))
+        if os.path.commonpath([resolved, self.run_dir]) != self.run_dir:
+            raise StateError(self.run_dir, f"names {where}{key} outside the run folder")
+        return resolved
+
+    def items(self, key: str, kind: type) -> list:
+        value = self.get(self.state, key, (kind,), "")
+        if value is None:
+            return []
+        if any(not isinstance(item, dict) for item in (value.values() if kind is dict else value)):
+            raise StateError(self.run_dir, f"has an entry of {key} that is not an object")
+        return list(value.items()) if kind is dict else value
+
+    def rank(self, entry: dict, where: str) -> RankRecord:
+        return RankRecord(label=self.get(entry, "label", _TEXT, where, required=True),
+                          rank=self.get(entry, "rank", _INT, where), node=self.get(entry, "node", _INT, where) or 0,
+                          exit_code=self.get(entry, "exit_code", _INT, where), log=self.path(entry, "log", where),
+                          pid=self.get(entry, "pid", _INT, where))
+
+    def step(self, entry: dict, where: str) -> StepRecord:
+        needs = self.get(entry, "needs", (list,), where) or []
+        if not all(isinstance(n, str) for n in needs):
+            raise StateError(self.run_dir, f"has {where}needs that are not all names")
+        return StepRecord(name=self.get(entry, "name", _TEXT, where, required=True),
+                          status=self.status(entry, where), exit_code=self.get(entry, "exit_code", _INT, where),
+                          start_time=self.get(entry, "start_time", _TEXT, where),
+                          end_time=self.get(entry, "end_time", _TEXT, where),
+                          duration_seconds=self.get(entry, "duration_seconds", _NUM, where), needs=tuple(needs),
+                          run_dir=self.path(entry, "run_dir", where), note=self.get(entry, "note", _TEXT, where))
+
+    def status(self, mapping: dict, where: str) -> str:
+        value = self.get(mapping, "status", _TEXT, where, required=True)
+        if value not in STATUSES:
+            raise StateError(self.run_dir, f"has {where}status {value[:40]!r}, not one of Azure ML's statuses")
+        return value
+
+    def outputs(self) -> tuple[OutputRecord, ...]:
+        for name, _ in self.items("outputs", dict):
+            if not _NAME.match(name) or name in (".", ".."):
+                raise StateError(self.run_dir, f"has an output named {name[:40]!r}, not a plain name")
+        return tuple(OutputRecord(str(name), self.path(entry, "path", f"outputs.{name}."),
+                                  self.get(entry, "type", _TEXT, f"outputs.{name}."))
+                     for name, entry in self.items("outputs", dict))
+
+    def record(self) -> JobRecord:
+        s = self.state
+        kind = "pipeline" if s.get("kind") == "pipeline" else "job"  # older files put the distribution there
+        ranks = tuple(self.rank(e, f"ranks[{i}].") for i, e in enumerate(self.items("ranks", list)))
+        steps = tuple(self.step(e, f"steps[{i}].") for i, e in enumerate(self.items("steps", list)))
+        launcher = self.get(s, "launcher", (dict,), "")
+        details = {"run_dir": self.run_dir, "logs": self.path(s, "logs", ""), "pid": self.get(s, "pid", _INT, ""),
+                   "pid_start_time": self.get(s, "pid_start_time", _INT, ""),
+                   "launcher": None if launcher is None else self.rank(launcher, "launcher.")}
+        if kind == "job":
+            details["nodes"] = nodes_of(ranks)
+        record = JobRecord(
+            name=self.get(s, "name", _TEXT, "", required=True), backend="local", kind=kind,
+            status=self.status(s, ""), start_time=self.get(s, "start_time", _TEXT, ""),
+            end_time=self.get(s, "end_time", _TEXT, ""), duration_seconds=self.get(s, "duration_seconds", _NUM, ""),
+            ranks=ranks, steps=steps, outputs=self.outputs(), error=self.get(s, "error", _TEXT, ""),
+            stopped_by=self.get(s, "stopped_by", _TEXT, ""), details=details)
+        return effective(record)
