@@ -36,11 +36,11 @@ import time
 from dataclasses import dataclass, field
 
 from amldist.backends.local import launchers as envs
-from amldist.backends.local.code_copy import check_code_source
+from amldist.backends.local.code_copy import ALWAYS_SKIPPED, check_code_source
 from amldist.backends.local.command import literal_text, render
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
-from amldist.rules import counts, paths
+from amldist.rules import counts, paths, snapshot_preview
 from amldist.rules.booleans import is_optional
 from amldist.submit.overrides import is_path_input
 from amldist.rules.secrets import mask_env, mask_text, mask_tree
@@ -326,6 +326,8 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
     lines = [f"job {p.job_name}: {p.kind}, {len(p.ranks)} process(es); run folder {rel(p.run_dir)} (not created)"]
     lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.code_dir) if p.code_source else 'none'}"
                  + (" (+ amldist/runtime)" if p.add_runtime else ""))
+    if p.code_source:  # its size, largest entries and what should not be uploaded with every job
+        lines += snapshot_preview.of_folder(p.code_source, ALWAYS_SKIPPED).lines()
     lines.append(f"environment: not built locally; the command runs with this machine's tools, python = {p.python} "
                  "(--python to choose another)")
     for out_name, (path, _) in p.outputs.items():
