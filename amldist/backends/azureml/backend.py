@@ -76,9 +76,11 @@ class AzurePlan(Plan):
         return json.dumps(self.to_json(), indent=2)
 
     def to_json(self) -> dict:
+        from amldist.rules import snapshot_preview
         from amldist.rules.secrets import mask_tree
 
         snapshot = self.snapshot
+        preview = snapshot_preview.of_mapping(snapshot.files)  # size, largest entries, what not to upload
         return {
             "workspace": None if self.workspace is None else {
                 "subscription_id": self.workspace.subscription_id,
@@ -87,8 +89,10 @@ class AzurePlan(Plan):
             },
             "code_snapshot": None if snapshot.name is None else {
                 "name": snapshot.name, "files": sorted(snapshot.files), "runtime_added": snapshot.shim_added,
+                **preview.as_dict(),
             },
-            "warnings": self.warnings + ([] if self.workspace else [f"no workspace yet: {self.workspace_problem}"]),
+            "warnings": self.warnings + preview.warnings
+            + ([] if self.workspace else [f"no workspace yet: {self.workspace_problem}"]),
             "request": {"method": "PUT", "job": self.job.name, "body": mask_tree(self.body)},
         }
 
