@@ -164,3 +164,67 @@ def plain_brackets(command: str, start: int, end: int) -> str | None:
     if command[opening - 1: opening] in ("[", "$") or command[closing + 1: closing + 2] == "]":
         return None
     return command[opening: closing + 1]
+
+
+def shell_findings(command, inputs) -> list[CommandFinding]:
+    """Warnings about where the command's shell reads each input (:mod:`amldist.rules.shell_values`,
+    the rule the local backend applies): a placeholder outside the contexts amldist proves safe
+    (``shell-context``), the code of an interpreter (``interpreter-code``), and a default or value
+    written in the spec that Azure ML's shell would read as more than its text
+    (``shell-divergence``) or that a local run refuses (``shell-value``). One finding per input."""
+    if not isinstance(command, str) or "${{" not in command or not isinstance(inputs, dict):
+        return []
+    from amldist.rules import placeholders as ph, shell_command, shell_values
+
+    try:
+        text = ph.drop_unset_groups(command, lambda ref: True, ph.V2)  # every group kept, brackets removed
+        refs = [r for r in ph.references(text, ph.V2) if r.source == "inputs" and r.name in inputs]
+    except ph.PlaceholderSyntaxError:
+        return []  # command_findings reports it
+    found = shell_command.contexts(text, [(r.start, r.end) for r in refs])
+    findings: dict[str, CommandFinding] = {}
+    for ref in refs:
+        if ref.name in findings:
+            continue
+        key, written = f"inputs.{ref.name}", text[ref.start:ref.end]
+        context = found.get(ref.start, shell_command.Context(shell_command.UNPLACED))
+        finding = _value_finding(key, _literal_value(inputs[ref.name]), context, written)
+        warning = shell_values.context_warning("${{" + key + "}}", context)
+        if finding is None and warning:
+            code = "interpreter-code" if context.proven_safe() else "shell-context"
+            hint = shell_values.INTERPRETER_HINT if context.proven_safe() else (
+                f"pass it as an argument of a program (python t.py --{ref.name} \"{written}\")")
+            finding = CommandFinding(code, WARNING, warning, hint, ref.start, written)
+        if finding is not None:
+            findings[ref.name] = finding
+    return list(findings.values())
+
+
+def _value_finding(key: str, value, context, written: str) -> CommandFinding | None:
+    if value is None:
+        return None
+    from amldist.rules import shell_values
+
+    verdict = shell_values.check(key, value, context)
+    if verdict.refused:
+        return CommandFinding("shell-value", WARNING, f"{key}'s value in the spec: {verdict.refused}; a local run "
+                              "refuses it, and on Azure ML its shell characters would run as code",
+                              verdict.hint, 0, written)
+    if verdict.warning and "Azure ML's shell" in verdict.warning:
+        return CommandFinding("shell-divergence", WARNING, verdict.warning, verdict.hint, 0, written)
+    return None
+
+
+def _literal_value(spec) -> str | None:
+    """The text a literal input gives the command (its value, else its default), as azure-ai-ml
+    writes it (``str()``); None for data inputs and unset ones."""
+    if isinstance(spec, dict):
+        if "path" in spec or str(spec.get("type", "")).lower() in _DATA_TYPES:
+            return None
+        spec = spec.get("value", spec.get("default"))
+    if spec is None or isinstance(spec, (dict, list)):
+        return None
+    return str(spec)
+
+
+_DATA_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model", "path"}

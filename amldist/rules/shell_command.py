@@ -1,40 +1,30 @@
-"""Where each placeholder of a command sits, as the shell will read it.
+"""Where each placeholder of a command sits, as the shell will read it: its quoting, and what
+the command it belongs to does with it.
 
-Azure ML pastes a value's text into the command and hands the command to a shell. For a
-benign value (no shell metacharacters) that gives well-defined arguments; for any other value
-it is a command injection. amldist instead passes every value in the process environment and
-writes a variable reference in its place, chosen for the quoting context the placeholder sits
-in. A parameter expansion's result is never parsed again as shell code (no command
-substitution, no quote removal), so no value can run a command; it is still split into words
-where it is unquoted, as the pasted text would be on Azure ML.
+Azure ML pastes a value's text into the command and hands the command to a shell. amldist
+instead passes every value in the process environment and writes a variable reference in its
+place, chosen for the quoting the placeholder sits in. A parameter expansion's result is never
+parsed again as shell code by the shell that expands it, so there the value is the literal text
+of an argument (split into words where it is unquoted, as the pasted text would be).
 
-This module finds those contexts: :func:`contexts` lexes the command (quotes, ``$'...'``,
-backslashes, comments, ``$(...)``, backticks, ``${...}``, ``$((...))``, ``((...))``,
-``[[...]]``, here-documents) and reports, for each placeholder span, one of the names below.
-The spans come from :mod:`amldist.rules.placeholders`, the one parser of the ``${{...}}``
-syntax; this module never looks for placeholders itself. It is hand-written because no
-maintained Python library reports the quoting context at an offset: ``shlex`` does not know
-``$(...)``, arithmetic or here-documents, and bashlex (GPL) gives a tree of words without
-their quoting.
+That holds only for the shell amldist starts. A command may hand the value to another reader
+of code: a nested shell or evaluator (``bash -c``, ``eval``, ``trap``, ``su -c``..., behind any
+wrapper such as ``timeout``, ``env``, ``xargs`` or ``find -exec``; a here-string, here-document or
+pipe into one), the program position (the value chooses what runs), or an assignment later read
+in arithmetic. :func:`contexts` finds those: it lexes the command (quotes, ``$'...'``,
+backslashes, comments, ``$(...)``, backticks, ``${...}``, ``$((...))``, ``((...))``, ``[[...]]``,
+here-documents, pipes) into simple commands and words, and :mod:`amldist.rules.shell_roles`
+decides what each word is to its command, comparing words after quote removal. The spans come
+from :mod:`amldist.rules.placeholders`, the one parser of the ``${{...}}`` syntax. Hand-written
+because no maintained Python library reports the quoting at an offset (``shlex`` knows no
+``$(...)``, arithmetic or here-documents; bashlex is GPL and drops the quoting).
 
-Contexts where a variable reference is safe and gives what Azure ML gives a benign value:
-
-- ``unquoted``: an argument (``--lr ${{inputs.lr}}``); ``${VAR}`` is split into words
-  like the pasted text, and a word with ``*``, ``?`` or ``[`` is matched against file names
-  exactly as the pasted text would be (globbing is kept: ``set -f`` would also turn off the
-  job's own patterns such as ``data/*.csv``);
-- ``double``: inside ``"..."``; ``"...${VAR}..."`` keeps it one word;
-- ``heredoc``: the body of a here-document with an unquoted delimiter (expanded like ``"..."``);
-- ``comment``: after ``#``; nothing runs either way.
-
-Contexts that are refused (:data:`REFUSED` says why), because there the shell would read the
-value as code or a variable reference could not give Azure ML's text: ``single`` (``'...'``;
-often a nested ``bash -c '...'``), ``ansi`` (``$'...'``), ``escaped`` (right after a ``\\``),
-``backtick``, ``parameter`` (inside ``${...}``), ``arithmetic`` and ``conditional`` (bash
-evaluates arithmetic in them, and array subscripts in arithmetic run commands),
-``quoted-heredoc`` (a body that is never expanded), ``command-name`` (the value would be the
-program to run) and ``shell-code`` (an argument of ``eval`` or of ``sh``/``bash -c``, which
-read it as shell code).
+Each placeholder gets a :class:`Context`: ``quoting`` (``unquoted``, ``double``, ``single``,
+``ansi``, ``heredoc``, ``comment``, or one where a variable cannot be written: ``escaped``,
+``quoted-heredoc``, ``heredoc-word``), ``enclosing`` (a construct around it that the shell reads
+again as code: ``backtick``, ``parameter``, ``arithmetic``, ``conditional``) and ``role`` (see
+:mod:`amldist.rules.shell_roles`). :func:`Context.proven_safe` says whether any value is safe
+there; elsewhere :mod:`amldist.rules.shell_values` admits only benign values.
 """
 
 from __future__ import annotations
@@ -42,47 +32,92 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-UNQUOTED, DOUBLE, HEREDOC, COMMENT = "unquoted", "double", "heredoc", "comment"
-COMMAND_NAME = "command-name"
-SAFE = (UNQUOTED, DOUBLE, HEREDOC, COMMENT)
-REFUSED = {
-    "single": "inside '...' quotes, where a shell variable is not expanded (and a nested shell would read the value as code)",
-    "ansi": "inside $'...' quotes, where a shell variable is not expanded",
-    "escaped": "right after a backslash, which would escape the value's first character",
-    "backtick": "inside `...`, whose text the shell parses a second time",
-    "parameter": "inside ${...}, where the value would become part of a shell expansion",
-    "arithmetic": "in arithmetic ($((...)), ((...)), let, declare -i), where bash evaluates the value as code",
-    "conditional": "inside [[ ... ]], where bash evaluates arithmetic in the value",
-    "quoted-heredoc": "in a here-document with a quoted delimiter, which is never expanded",
-    COMMAND_NAME: "as the program to run, so the value would choose the command",
-    "shell-code": "in an argument that eval or 'sh -c' reads as shell code",
-    "heredoc-word": "in a here-document's delimiter",
-    "unplaced": "where amldist cannot tell how the shell would read it",
-}
-SAFE_HINT = "use it as an argument, unquoted (--x ${{inputs.NAME}}) or in double quotes (\"${{inputs.NAME}}\")"
+from amldist.rules import shell_roles as roles
 
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
-_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "exec", "command",
-             "builtin", "nohup", "env"}  # the next word is still a command name
+UNQUOTED, DOUBLE, SINGLE, ANSI, HEREDOC, COMMENT = "unquoted", "double", "single", "ansi", "heredoc", "comment"
+ESCAPED, QUOTED_HEREDOC, HEREDOC_WORD, UNPLACED = "escaped", "quoted-heredoc", "heredoc-word", "unplaced"
+# where a variable reference gives the value's text (single/ansi: close the quote, "${VAR}", reopen)
+RENDERABLE = (UNQUOTED, DOUBLE, SINGLE, ANSI, HEREDOC, COMMENT)
+QUOTING_TEXT = {
+    ESCAPED: "right after a backslash",
+    QUOTED_HEREDOC: "in a here-document with a quoted delimiter (never expanded)",
+    HEREDOC_WORD: "in a here-document's delimiter",
+    UNPLACED: "where amldist cannot tell how the shell reads it",
+}
+ENCLOSING_TEXT = {
+    "backtick": "inside `...`, whose text the shell parses a second time",
+    "parameter": "inside ${...}, where it becomes part of a shell expansion",
+    "arithmetic": "in arithmetic ($((...)), ((...))), which bash evaluates as code",
+    "conditional": "inside [[ ... ]], where bash evaluates arithmetic",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    quoting: str
+    role: str = roles.ARGUMENT
+    via: str = ""  # the program or construct that gives the role ("bash -c", "timeout")
+    enclosing: str | None = None
+
+    def proven_safe(self) -> bool:
+        """True where no value can be read as code: an argument (or data on the standard input) of
+        an ordinary program, written as a variable reference in any quoting."""
+        return self.quoting in RENDERABLE and self.enclosing is None and self.role in roles.SAFE_ROLES
+
+    def describe(self) -> str:
+        """Where the value goes, for messages (``in an argument that bash -c reads as shell code``)."""
+        if self.enclosing:
+            return ENCLOSING_TEXT[self.enclosing]
+        if self.quoting in QUOTING_TEXT:
+            return QUOTING_TEXT[self.quoting]
+        return roles.describe(self.role, self.via)
+
+
+_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "done", "fi"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
-_REDIRECT = re.compile(r"^[0-9]*(<|>|<<|>>|<&|>&|&>|&>>|<>|>\|)")
+_REDIRECT = re.compile(r"^[0-9]*(<<<|<|>|<<|>>|<&|>&|&>|&>>|<>|>\|)")
 _HEREDOC = re.compile(r"<<(-?)[ \t]*")
 _OPERATORS = ";&|\n"
-_DECLARE = {"declare", "typeset", "local", "export", "readonly"}  # with -i, values are arithmetic
-_DIRECT = {"cmd": UNQUOTED, "double": DOUBLE, "comment": COMMENT}  # other frames name their own context
-_ENCLOSING_REFUSED = {"single", "ansi", "backtick", "parameter", "arithmetic", "conditional"}
+_DIRECT = {"cmd": UNQUOTED, "double": DOUBLE, "comment": COMMENT, "single": SINGLE, "ansi": ANSI}
+_ENCLOSING = {"backtick", "parameter", "arithmetic", "conditional"}
+# a command that can evaluate a variable's content as arithmetic: an assignment's value is then code
+_ARITHMETIC = re.compile(r"\$\(\(|\(\(|\$\[|\[\[|\blet\b|\b(declare|typeset|local|export|readonly)\s+-\w*i|\$\{[^}]*[\[:]")
+
+
+@dataclass(eq=False)
+class _Word:
+    raw: str = ""
+    holders: list = field(default_factory=list)  # placeholder starts inside this word
+    kind: str = roles.WORD  # WORD, ASSIGN, REDIRECT, HERESTRING
+
+
+@dataclass(eq=False)
+class _Command:
+    words: list = field(default_factory=list)
+    start: int = 0  # offset where it begins (pipes into a shell taint what comes before)
+    piped: bool = False  # its standard input is the output of the command before it
+    parent: tuple | None = None  # (command, word) that a $(...) or <(...) holding this command lands in
+    stdin_holders: list = field(default_factory=list)  # placeholders in a here-document body for it
 
 
 @dataclass
 class _Frame:
-    kind: str  # cmd, double, single, ansi, backtick, parameter, arithmetic, conditional, heredoc
+    kind: str  # cmd, double, single, ansi, backtick, parameter, arithmetic, conditional, heredoc, comment
     closer: str = ""
     depth: int = 0  # open parentheses inside a cmd/arithmetic frame
-    # command-context state (kind == "cmd" or "backtick")
+    command: _Command | None = None  # cmd/backtick frames: the simple command being read
+    word: _Word = field(default_factory=_Word)
     command_position: bool = True
-    words: list[str] = field(default_factory=list)  # the words of the current simple command
-    word: str = ""  # the word being read (placeholders count as "\0")
-    heredoc: tuple | None = None  # (delimiter, quoted, strip_tabs) for a heredoc frame
+    redirect_next: str = ""  # a detached redirection operator: the next word is its target
+    heredoc: tuple | None = None  # (delimiter, quoted, strip_tabs, command) for a heredoc frame
+
+
+@dataclass
+class _Place:
+    quoting: str
+    enclosing: str | None
+    command: _Command | None
+    word: _Word | None  # None: on the standard input (a here-document body)
 
 
 def _ends_word(ch: str) -> bool:
@@ -90,65 +125,71 @@ def _ends_word(ch: str) -> bool:
 
 
 class _Lexer:
-    """A small shell lexer that answers one question: what context is each span in."""
+    """A small shell lexer: the simple commands and words of a command, and where each span is."""
 
     def __init__(self, text: str, spans: list[tuple[int, int]]):
         self.text = text
         self.spans = dict(spans)
-        self.stack = [_Frame("cmd")]
-        self.pending: list[tuple[str, bool, bool]] = []  # here-documents whose bodies come next
-        self.found: dict[int, str] = {}
+        self.commands: list[_Command] = []
         self.i = 0
+        self.stack = [self._cmd_frame("cmd")]
+        self.pending: list[tuple] = []  # here-documents whose bodies come next
+        self.places: dict[int, _Place] = {}
 
-    # -- words of the current simple command (for command names, eval and sh -c) --------------
-    def _cmd(self) -> _Frame | None:
-        top = self.stack[-1]
-        return top if top.kind in ("cmd", "backtick") else None
+    # -- commands and words ---------------------------------------------------------------
+    def _new_command(self, parent=None, piped=False) -> _Command:
+        command = _Command(start=self.i, piped=piped, parent=parent)
+        self.commands.append(command)
+        return command
+
+    def _cmd_frame(self, kind: str, closer: str = "", parent=None) -> _Frame:
+        return _Frame(kind, closer=closer, command=self._new_command(parent))
 
     def _finish_word(self, frame: _Frame) -> None:
-        if not frame.word:
-            return
         word = frame.word
-        frame.word = ""
-        if frame.command_position:
-            if _REDIRECT.match(word) or _ASSIGNMENT.match(word) or word in _KEYWORDS:
+        if not word.raw:
+            return
+        frame.word = _Word()
+        if frame.redirect_next:
+            word.kind = roles.HERESTRING if frame.redirect_next.endswith("<<<") else roles.REDIRECT
+            frame.redirect_next = ""
+        elif _REDIRECT.match(word.raw):
+            operator = _REDIRECT.match(word.raw)
+            if operator.end() == len(word.raw):  # detached: the target is the next word
+                frame.redirect_next = word.raw
                 return
+            word.kind = roles.HERESTRING if operator.group(1) == "<<<" else roles.REDIRECT
+        elif frame.command_position and _ASSIGNMENT.match(word.raw):
+            word.kind = roles.ASSIGN
+        elif frame.command_position and word.raw in _KEYWORDS and not word.holders:
+            return
+        else:
             frame.command_position = False
-        frame.words.append(word)
+        frame.command.words.append(word)
 
-    def _end_command(self, frame: _Frame) -> None:
+    def _end_command(self, frame: _Frame, piped: bool = False) -> None:
         self._finish_word(frame)
-        frame.words = []
+        frame.redirect_next = ""
         frame.command_position = True
+        frame.command = self._new_command(frame.command.parent, piped)
 
-    def _nearest_cmd(self) -> _Frame | None:
+    def _owner(self) -> tuple | None:
+        """(command, word) the cursor's text belongs to; word None: a here-document body (stdin)."""
         for frame in reversed(self.stack):
             if frame.kind in ("cmd", "backtick"):
-                return frame
-        return None  # a here-document's body
+                return frame.command, frame.word
+            if frame.kind == "heredoc":
+                return frame.heredoc[3], None
+        return None
 
-    def _command_context(self, frame: _Frame | None, kind: str) -> str:
-        """``kind``, unless the command the placeholder belongs to makes it a command name,
-        shell code (eval, sh -c) or arithmetic (let, declare -i)."""
-        if frame is None:
-            return kind
-        if frame.kind == "backtick":
-            return "backtick"
-        word = frame.word
-        if frame.command_position and not (_ASSIGNMENT.match(word) or _REDIRECT.match(word)):
-            return COMMAND_NAME
-        words = frame.words
-        if words:
-            name = words[0].rsplit("/", 1)[-1]
-            flags = [w for w in words[1:] if w.startswith("-") and not w.startswith("--")]
-            if name == "eval" or (name in _SHELLS and any("c" in w for w in flags)):
-                return "shell-code"
-            if name == "let" or (name in _DECLARE and any("i" in w for w in flags)):
-                return "arithmetic"
-        return kind
+    def _open_substitution(self, kind: str, closer: str, advance: int) -> None:
+        """``$(``, a backtick or ``<(``: a new command whose output lands in the current word."""
+        parent = self._owner()
+        self.i += advance
+        self.stack.append(self._cmd_frame(kind, closer, parent))
 
     # -- the scan ------------------------------------------------------------------------
-    def run(self) -> dict[int, str]:
+    def run(self) -> dict[int, _Place]:
         text = self.text
         while self.i < len(text):
             if self.i in self.spans:
@@ -157,27 +198,32 @@ class _Lexer:
             top = self.stack[-1]
             handler = getattr(self, "_in_" + top.kind.replace("-", "_"))
             handler(top, text[self.i])
-        return self.found
+        for frame in self.stack:
+            if frame.kind in ("cmd", "backtick"):
+                self._finish_word(frame)
+        return self.places
 
     def _placeholder(self) -> None:
         start = self.i
         self.i = self.spans[start]
         top = self.stack[-1]
-        kind = _DIRECT.get(top.kind, top.kind)
+        quoting = _DIRECT.get(top.kind, UNQUOTED)
         if top.kind == "heredoc":
-            kind = "quoted-heredoc" if top.heredoc[1] else HEREDOC
-        for frame in self.stack[:-1]:  # an enclosing context that re-reads its text wins
-            if frame.kind in _ENCLOSING_REFUSED or (frame.kind == "heredoc" and frame.heredoc[1]):
-                kind = "quoted-heredoc" if frame.kind == "heredoc" else frame.kind
-                self.found[start] = kind
-                return
-        if kind in (UNQUOTED, DOUBLE):
-            kind = self._command_context(self._nearest_cmd(), kind)
-        if top.kind in ("cmd", "backtick"):
-            top.word += "\0"
-        if kind in SAFE + (COMMAND_NAME, "shell-code") and kind != COMMENT and self._escaping_backslash(start):
-            kind = "escaped"
-        self.found[start] = kind
+            quoting = QUOTED_HEREDOC if top.heredoc[1] else HEREDOC
+        enclosing = next((f.kind for f in reversed(self.stack) if f.kind in _ENCLOSING), None)
+        if any(f.kind == "heredoc" and f.heredoc[1] for f in self.stack[:-1]):
+            quoting = QUOTED_HEREDOC
+        if quoting in (UNQUOTED, DOUBLE, HEREDOC) and self._escaping_backslash(start):
+            quoting = ESCAPED
+        owner = self._owner()
+        if owner is None:
+            self.places[start] = _Place(quoting, enclosing, None, None)
+        elif owner[1] is None:  # a here-document body: the standard input of its command
+            self.places[start] = _Place(quoting, enclosing, owner[0], None)
+        else:
+            owner[1].raw += "\0"
+            owner[1].holders.append(start)
+            self.places[start] = _Place(quoting, enclosing, owner[0], owner[1])
 
     def _skip_escape(self) -> None:
         """Step over a backslash and the character it escapes, unless that is a placeholder
@@ -191,20 +237,18 @@ class _Lexer:
         return count % 2 == 1
 
     def _expansion(self, frame: _Frame) -> bool:
-        """``$(``, ``$((``, ``${``, ``$'`` or a backtick at the cursor: open its frame."""
+        """``$(``, ``$((``, ``${`` or a backtick at the cursor: open its frame."""
         text, i = self.text, self.i
         if text.startswith("$((", i):
             self.stack.append(_Frame("arithmetic", closer="))"))
             self.i += 3
         elif text.startswith("$(", i):
-            self.stack.append(_Frame("cmd", closer=")"))
-            self.i += 2
+            self._open_substitution("cmd", ")", 2)
         elif text.startswith("${", i):
             self.stack.append(_Frame("parameter", closer="}"))
             self.i += 2
         elif text[i] == "`":
-            self.stack.append(_Frame("backtick", closer="`"))
-            self.i += 1
+            self._open_substitution("backtick", "`", 1)
         else:
             return False
         return True
@@ -215,95 +259,77 @@ class _Lexer:
             if text.startswith("\\\n", i):
                 self.i += 2  # a line continuation
                 return
-            frame.word += text[i:i + 2]
+            frame.word.raw += text[i:i + 2]
             self._skip_escape()
-            return
-        if frame.kind == "backtick" and ch == "`":
-            self._finish_word(frame)
-            self.stack.pop()
-            self.i += 1
-            self._mark_word()
-            return
-        if ch == "#" and not frame.word:
+        elif frame.kind == "backtick" and ch == "`":
+            self._close_substitution(frame)
+        elif ch == "#" and not frame.word.raw:
             self.stack.append(_Frame("comment"))
             self.i += 1
-            return
-        if ch == "'":
-            frame.word += "'"
-            self.stack.append(_Frame("single"))
-            self.i += 1
-            return
-        if text.startswith("$'", i):
-            frame.word += "$'"
-            self.stack.append(_Frame("ansi"))
-            self.i += 2
-            return
-        if ch == '"':
-            frame.word += '"'
-            self.stack.append(_Frame("double"))
-            self.i += 1
-            return
-        if ch == "$" or ch == "`":
-            frame.word += ch
-            if self._expansion(frame):
-                return
-            self.i += 1
-            return
-        if not frame.word and text.startswith("((", i):
+        elif ch in "'\"" or text.startswith("$'", i):
+            quote = "ansi" if ch == "$" else "single" if ch == "'" else "double"
+            frame.word.raw += ch
+            self.stack.append(_Frame(quote, closer=ch))
+            self.i += 2 if quote == "ansi" else 1
+        elif ch == "$" or ch == "`":
+            frame.word.raw += ch
+            if not self._expansion(frame):
+                self.i += 1
+        elif not frame.word.raw and text.startswith("((", i):
             self.stack.append(_Frame("arithmetic", closer="))"))
             self.i += 2
-            return
-        if not frame.word and text.startswith("[[", i) and (i + 2 >= len(text) or text[i + 2] in " \t\n"):
+        elif not frame.word.raw and text.startswith("[[", i) and (i + 2 >= len(text) or text[i + 2] in " \t\n"):
             self.stack.append(_Frame("conditional", closer="]]"))
             self.i += 2
-            return
+        else:
+            self._in_cmd_operators(frame, ch)
+
+    def _in_cmd_operators(self, frame: _Frame, ch: str) -> None:
+        text, i = self.text, self.i
         heredoc = _HEREDOC.match(text, i)
         if heredoc and not text.startswith("<<<", i):
             self._heredoc_operator(frame, heredoc)
-            return
-        if ch == "(":
+        elif ch in "<>" and text.startswith("(", i + 1) and not frame.word.raw:
+            self._finish_word(frame)  # <(...) / >(...): a file name whose contents a command writes or reads
+            frame.word.raw = "\0"
+            self._open_substitution("cmd", ")", 2)
+        elif ch == "(":
             self._end_command(frame)
             frame.depth += 1
             self.i += 1
-            return
-        if ch == ")":
+        elif ch == ")":
             if frame.depth == 0 and frame.closer == ")":
-                self._finish_word(frame)
-                self.stack.pop()
-                self.i += 1
-                self._mark_word()
+                self._close_substitution(frame)
                 return
             frame.depth = max(0, frame.depth - 1)
             self._end_command(frame)
             self.i += 1
-            return
-        if ch in _OPERATORS:
-            self._end_command(frame)
+        elif ch in _OPERATORS:
+            pipe = ch == "|" and text[i + 1:i + 2] != "|" and text[i - 1:i] != "|"
+            self._end_command(frame, piped=pipe)
             self.i += 1
             if ch == "\n" and self.pending:
                 self._start_heredoc()
-            return
-        if ch in " \t":
-            self._finish_word(frame)
         elif ch in "<>":
             self._finish_word(frame)
-            frame.word = ch  # a redirection: its target is not a command name
+            frame.word.raw = ch  # a redirection operator
             self.i += 1
             while self.i < len(text) and text[self.i] in "<>&|":
-                frame.word += text[self.i]
+                frame.word.raw += text[self.i]
                 self.i += 1
-            return
         else:
-            frame.word += ch
-        self.i += 1
+            if ch in " \t":
+                self._finish_word(frame)
+            else:
+                frame.word.raw += ch
+            self.i += 1
 
     _in_backtick = _in_cmd
 
-    def _mark_word(self) -> None:
-        """An expansion just closed: it is part of the word around it."""
-        frame = self._cmd()
-        if frame is not None:
-            frame.word += "\0"
+    def _close_substitution(self, frame: _Frame) -> None:
+        self._finish_word(frame)
+        self.stack.pop()
+        self.i += 1
 
     def _heredoc_operator(self, frame: _Frame, match: re.Match) -> None:
         self._finish_word(frame)
@@ -312,7 +338,7 @@ class _Lexer:
         quoted = False
         while pos < len(self.text) and not _ends_word(self.text[pos]) and self.text[pos] != "\n":
             if pos in self.spans:
-                self.found[pos] = "heredoc-word"
+                self.places[pos] = _Place(HEREDOC_WORD, None, frame.command, None)
                 pos = self.spans[pos]
                 continue
             ch = self.text[pos]
@@ -329,20 +355,17 @@ class _Lexer:
             else:
                 word += ch
                 pos += 1
-        self.pending.append((word, quoted, match.group(1) == "-"))
-        frame.word = "<<"  # redirection words never make a command name
-        self._finish_word(frame)
+        self.pending.append((word, quoted, match.group(1) == "-", frame.command))
         self.i = pos
 
     def _start_heredoc(self) -> None:
-        delimiter, quoted, strip = self.pending.pop(0)
-        self.stack.append(_Frame("heredoc", heredoc=(delimiter, quoted, strip)))
+        self.stack.append(_Frame("heredoc", heredoc=self.pending.pop(0)))
         self._heredoc_line_start()
 
     def _heredoc_line_start(self) -> None:
         """At the start of a body line: the delimiter line ends the here-document."""
         frame = self.stack[-1]
-        delimiter, _, strip = frame.heredoc
+        delimiter, _, strip, _ = frame.heredoc
         end = self.text.find("\n", self.i)
         line = self.text[self.i:] if end < 0 else self.text[self.i:end]
         if (line.lstrip("\t") if strip else line) == delimiter:
@@ -369,27 +392,38 @@ class _Lexer:
         self.i += 1
 
     def _in_single(self, frame: _Frame, ch: str) -> None:
+        self._word_text(ch)
         self.i += 1
         if ch == "'":
             self.stack.pop()
 
     def _in_ansi(self, frame: _Frame, ch: str) -> None:
         if ch == "\\":
+            self._word_text(self.text[self.i:self.i + 2])
             self._skip_escape()
             return
-        self.i += 1
-        if ch == "'":
-            self.stack.pop()
+        self._in_single(frame, ch)
+
+    def _word_text(self, text: str) -> None:
+        """Quoted text is part of the word being read (for comparing words after quote removal)."""
+        frame = self.stack[-2] if len(self.stack) > 1 else None
+        if frame is not None and frame.kind in ("cmd", "backtick"):
+            frame.word.raw += text
 
     def _in_double(self, frame: _Frame, ch: str) -> None:
         if ch == "\\":
+            self._word_text(self.text[self.i:self.i + 2])
             self._skip_escape()
         elif ch == '"':
+            self._word_text(ch)
             self.i += 1
             self.stack.pop()
-        elif ch in "$`" and self._expansion(frame):
-            return
+        elif ch in "$`":
+            self._word_text(ch)  # not a literal word any more
+            if not self._expansion(frame):
+                self.i += 1
         else:
+            self._word_text(ch)
             self.i += 1
 
     def _in_parameter(self, frame: _Frame, ch: str) -> None:
@@ -421,7 +455,6 @@ class _Lexer:
             if frame.depth == 0 and self.text.startswith("))", self.i):
                 self.i += 2
                 self.stack.pop()
-                self._mark_word()
                 return
             frame.depth = max(0, frame.depth - 1)
         elif ch in "$`" and self._expansion(frame):
@@ -436,6 +469,41 @@ class _Lexer:
             self._quotes_escapes_expansions(frame, ch)
 
 
-def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, str]:
-    """The context of each placeholder span ``(start, end)`` in ``text``, by start offset."""
-    return _Lexer(text, sorted(spans)).run()
+def _role_of(place: _Place, roles_of, seen=()) -> tuple[str, str]:
+    """The place's role in its command, or the risky role of the word its $(...) lands in."""
+    command = place.command
+    if command is None:
+        return roles.ARGUMENT, ""
+    role = roles_of(command).of(place.word)
+    while command.parent is not None and command not in seen and role[0] in roles.SAFE_ROLES:
+        seen = (*seen, command)
+        outer, word = command.parent
+        outer_role = roles_of(outer).of(word)
+        if outer_role[0] not in roles.SAFE_ROLES:
+            return outer_role
+        command = outer
+    return role
+
+
+def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, Context]:
+    """The :class:`Context` of each placeholder span ``(start, end)`` in ``text``, by start offset."""
+    lexer = _Lexer(text, sorted(spans))
+    places = lexer.run()
+    arithmetic = bool(_ARITHMETIC.search(text))
+    cache: dict[int, roles.Roles] = {}
+
+    def roles_of(command: _Command) -> roles.Roles:
+        if id(command) not in cache:
+            cache[id(command)] = roles.Roles(command.words, arithmetic)
+        return cache[id(command)]
+
+    # A pipe into a reader of code (| sh, | xargs sh -c, | bash): what comes before may be its code.
+    readers = [c for c in lexer.commands if c.piped and roles_of(c).stdin[0] not in roles.SAFE_ROLES]
+    found = {}
+    for start, place in places.items():
+        role, via = _role_of(place, roles_of)
+        later = [c for c in readers if c.start > start]
+        if role in roles.SAFE_ROLES and later:
+            role, via = roles.SHELL_CODE, f"a pipe into {roles_of(later[0]).stdin[1] or 'a shell'}"
+        found[start] = Context(place.quoting, role, via, place.enclosing)
+    return found

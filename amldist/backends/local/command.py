@@ -1,27 +1,29 @@
 """The command line a local process runs: ``${{inputs.x}}`` and ``${{outputs.y}}`` filled in
-without ever letting a value run a command.
+without ever letting a value's shell syntax take effect.
 
 Azure ML pastes each value's text into the command and runs it with a shell. Here each value
 goes into the processes' environment instead (``AMLDIST_IN_<n>_<name>``,
 ``AMLDIST_OUT_<n>_<name>``) and the placeholder becomes a reference to that variable, written
-for the quoting context it sits in (:mod:`amldist.rules.shell_command` finds the context):
+for the quoting it sits in (:mod:`amldist.rules.shell_command` finds the context,
+:mod:`amldist.rules.shell_values` decides):
 
 - unquoted (``--msg ${{inputs.m}}``): ``${AMLDIST_IN_0_m}``, split into words as the pasted
   text is on Azure ML (``hello world`` gives two arguments there and here) and matched against
   file names the same way; a data input's or an output's path stays one word
   (``"${AMLDIST_OUT_1_model}"``), as Azure's mount paths have no spaces;
 - in double quotes or an unquoted here-document: ``${AMLDIST_IN_0_m}``, one word as on Azure ML;
+- in single quotes: ``'"${AMLDIST_IN_0_m}"'`` (close the quote, the variable in double quotes,
+  reopen), which gives Azure ML's text for every value without a ``'``; in ``$'...'`` the same
+  with ``$'`` reopening;
 - in a comment: anything, nothing runs.
 
-A variable's value is never parsed as shell code again, so ``$(...)``, backticks, quotes, ``;``
-and newlines in a value stay text. Contexts where that cannot be guaranteed, or where a
-variable would not give Azure ML's text, are refused with an error naming the input
-(``'...'``, ``$'...'``, backticks, ``${...}``, arithmetic, ``[[ ]]``, a quoted here-document, a
-literal value as the program name, an argument of ``eval``/``sh -c``/``let``). A value that
-holds a command substitution inside ``[...]`` is refused too: bash would run it if the script
-ever used the value in arithmetic (``N=${{inputs.n}}; echo $((N+1))``), which no context check
-can follow. One visible difference from Azure ML remains, on purpose: a value in an assignment
-(``X=${{inputs.m}}``) is the whole value here, where Azure ML would run its second word.
+In a context amldist cannot prove safe (a nested shell or evaluator, the program position,
+arithmetic...) only a benign value is accepted, written the same way (or pasted as Azure ML does
+where no variable can be expanded, such as a quoted here-document); any other value is refused,
+naming the input. Where Azure ML's shell would read a value as more than its text, the run
+passes the literal text and says so (``Rendered.warnings``). A value that holds a command
+substitution inside ``[...]`` is refused everywhere: every value is also in the environment,
+where bash arithmetic could reach it by name and would run it.
 
 Literal values are written as Python's ``str()`` writes them (``True``, ``0.01``), which is
 what azure-ai-ml sends to the service. ``$[[ ... ]]`` marks an optional part: it is kept
@@ -36,10 +38,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from amldist.errors import UserError
-from amldist.rules import placeholders, shell_command
+from amldist.rules import placeholders, shell_command, shell_values
 
-# "a[$(cmd)]" or "a[`cmd`]": what bash arithmetic would run when it reads the value as a name.
-_SUBSCRIPT_COMMAND = re.compile(r"\[[^\]]*(\$\(|`)")
+_REFERENCE = {  # how a variable reference is written in each quoting
+    shell_command.SINGLE: "'\"${{{}}}\"'",
+    shell_command.ANSI: "'\"${{{}}}\"$'",
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Rendered:
 
     command: str
     env: dict[str, str]
+    warnings: tuple = ()  # (input, message, hint): where Azure ML would read a value differently
 
 
 def literal_text(value) -> str:
@@ -78,27 +83,37 @@ def render(command: str, values: dict[str, str | None], *, file: str = "the job"
 
     names: dict[str, str] = {}
     env: dict[str, str] = {}
+    warnings: list = []
     out, pos = [], 0
     for ref in refs:
         key = f"{ref.source}.{ref.name}"
         value = _value(key, values, file)
-        kind = found.get(ref.start, "unplaced")
-        is_path = key in paths
-        if kind not in shell_command.SAFE and not (kind == shell_command.COMMAND_NAME and is_path):
-            raise UserError(
-                f"{file}: the command uses ${{{{{key}}}}} {shell_command.REFUSED.get(kind, kind)}; "
-                "amldist cannot pass a value there safely", hint=shell_command.SAFE_HINT.replace("NAME", ref.name),
-            )
+        context = found.get(ref.start, shell_command.Context(shell_command.UNPLACED))
+        verdict = shell_values.check(key, value, context, is_path=key in paths)
+        if verdict.refused:
+            raise UserError(f"{file}: {verdict.refused}", hint=verdict.hint)
+        if verdict.warning and not any(w[0] == key for w in warnings):
+            warnings.append((key, verdict.warning, verdict.hint))
         if key not in names:
             names[key] = variable_name(len(names), ref.source, ref.name)
             env[names[key]] = value
-        reference = "${" + names[key] + "}"
-        if is_path and kind in (shell_command.UNQUOTED, shell_command.COMMAND_NAME):
-            reference = f'"{reference}"'
-        out += [text[pos:ref.start], reference]
+        out += [text[pos:ref.start], _reference(names[key], value, context, key in paths)]
         pos = ref.end
     out.append(text[pos:])
-    return Rendered("".join(out), env)
+    return Rendered("".join(out), env, tuple(warnings))
+
+
+def _reference(variable: str, value: str, context, is_path: bool) -> str:
+    """The text that stands for the value at ``context`` (see the module docstring)."""
+    quoting = context.quoting
+    if quoting not in shell_command.RENDERABLE or (quoting in _REFERENCE and context.enclosing):
+        return value  # benign (checked): the text Azure ML pastes, where no variable would expand
+    if quoting in _REFERENCE:
+        return _REFERENCE[quoting].format(variable)
+    reference = "${" + variable + "}"
+    if is_path and quoting == shell_command.UNQUOTED:
+        return f'"{reference}"'
+    return reference
 
 
 def _value(key: str, values: dict[str, str | None], file: str) -> str:
@@ -116,7 +131,7 @@ def _value(key: str, values: dict[str, str | None], file: str) -> str:
     # The value itself is never shown: it may be a secret.
     if "\0" in value:
         raise UserError(f"{file}: the value of {key} holds a NUL character, which no process environment can carry")
-    if _SUBSCRIPT_COMMAND.search(value):
+    if shell_values.SUBSCRIPT_COMMAND.search(value):
         raise UserError(
             f"{file}: the value of {key} holds a command substitution inside [...], which bash would run "
             "if the script used the value in arithmetic", hint="pass the value without $( or ` inside brackets",
