@@ -17,11 +17,10 @@ import os
 from dataclasses import dataclass
 
 from amldist.backends.base import CANCELED, FAILED, Backend, JobRecord, Options, Plan
-from amldist.backends.local import jobs, log_files, pipeline_run
+from amldist.backends.local import jobs, log_files
 from amldist.backends.local.plan import LocalPlan, describe, plan
 from amldist.backends.local.records import read_record
 from amldist.backends.local.run_state import signal_name
-from amldist.backends.local.supervisor import launch
 from amldist.rules.secrets import mask_tree
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import PreparedWork
@@ -63,7 +62,7 @@ class LocalJobPlan(Plan):
 class LocalPipelinePlan(Plan):
     backend = "local"
     kind = "pipeline"
-    pipeline: pipeline_run.PipelinePlan
+    pipeline: object  # amldist.backends.local.pipeline_run.PipelinePlan (imported when running: job verbs skip it)
 
     @property
     def name(self) -> str:
@@ -74,6 +73,8 @@ class LocalPipelinePlan(Plan):
         return self.pipeline.run_dir
 
     def describe(self) -> str:
+        from amldist.backends.local import pipeline_run
+
         return pipeline_run.describe_pipeline(self.pipeline)
 
     def to_json(self) -> dict:
@@ -91,10 +92,15 @@ class LocalBackend(Backend):
 
     def plan(self, prepared: PreparedWork, options) -> LocalJobPlan | LocalPipelinePlan:
         if isinstance(prepared, PreparedPipeline):
+            from amldist.backends.local import pipeline_run
+
             return LocalPipelinePlan(pipeline_run.plan_pipeline(prepared, options))
         return LocalJobPlan(plan(prepared, options))
 
     def run(self, p: LocalJobPlan | LocalPipelinePlan) -> JobRecord:
+        from amldist.backends.local import pipeline_run
+        from amldist.backends.local.supervisor import launch
+
         if isinstance(p, LocalPipelinePlan):
             code = pipeline_run.run_pipeline(p.pipeline)
         else:

@@ -95,7 +95,8 @@ def get_step(record: JobRecord, step: str) -> JobRecord:
 
 
 def has_run(run_root: str, name: str) -> bool:
-    return is_name(name) and os.path.isfile(os.path.join(run_root, name, run_state.STATUS_FILE))
+    # lexists: a run whose status.json is broken (a FIFO, a link) is still that run, reported as such
+    return is_name(name) and os.path.lexists(os.path.join(run_root, name, run_state.STATUS_FILE))
 
 
 def show_text(run: JobRecord) -> str:
