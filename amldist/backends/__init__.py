@@ -22,6 +22,7 @@ __all__ = ["BACKENDS", "Backend", "JobRecord", "Options", "Plan", "get_backend",
 BACKENDS: dict[str, tuple[str, str]] = {
     "local": ("amldist.backends.local.backend", "LocalBackend"),
     "azureml": ("amldist.backends.azureml.backend", "AzureMLBackend"),
+    "slurm": ("amldist.backends.slurm.backend", "SlurmBackend"),
 }
 
 

@@ -76,6 +76,7 @@ def _where_options(parser) -> None:
     group.add_argument("-g", "--resource-group", dest="resource_group", metavar="G",
                        help="resource group of the workspace")
     group.add_argument("--subscription", "-s", dest="subscription", metavar="S", help="subscription id")
+    group.add_argument("--slurm", action="store_true", help="jobs submitted with --slurm (in .amldist/slurm)")
 
 
 def run(args) -> int:
@@ -90,12 +91,31 @@ def run(args) -> int:
             raise UserError(f"two job names given: {args.name!r} and -n {args.name_option!r}")
     args.job_name = name
     run_root = os.path.abspath(args.run_root or ".amldist/runs")
-    if _is_local(args, run_root, name):
+    other = _other_backend(args, name)
+    if other is not None:
+        backend = other
+    elif _is_local(args, run_root, name):
         backend = get_backend("local", run_root=run_root)
     else:
         backend = get_backend("azureml", workspace=args.workspace, resource_group=args.resource_group,
                               subscription=args.subscription)
     return VERB_HANDLERS[args.verb](backend, args, name)
+
+
+def _other_backend(args, name: str | None):
+    """A backend beyond local and azureml (slurm) that its flag names, or that holds a job called NAME."""
+    from amldist.backends import BACKENDS, get_backend
+
+    for key in BACKENDS:
+        if key in ("local", "azureml"):
+            continue
+        if getattr(args, key, False):
+            return get_backend(key)
+        if name is not None and not (args.local or args.run_root):
+            backend = get_backend(key)
+            if getattr(backend, "has", lambda _: False)(name):
+                return backend
+    return None
 
 
 def _is_local(args, run_root: str, name: str | None) -> bool:
@@ -144,7 +164,7 @@ def _list(backend, args, name) -> int:
         for row in rows:
             duration = row.get("duration_seconds")
             row["duration"] = f"{duration:.1f}s" if isinstance(duration, (int, float)) else None
-        columns = (("name", "kind", "status", "start_time", "duration") if backend.name == "local"
+        columns = (("name", "kind", "status", "start_time", "duration") if backend.name != "azureml"
                    else ("name", "status", "display_name", "created"))
         print(_table(rows, columns))
     elif backend.name == "local":

@@ -58,6 +58,11 @@ def register(subparsers) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="json: print the job's end state as one JSON object on stdout (for scripts)")
     parser.add_argument("--web", action="store_true", help="open the job's studio page (Azure ML)")
+    slurm = parser.add_argument_group("Slurm (--slurm: submit to the cluster sbatch reaches; SLURM_CONF names another)")
+    slurm.add_argument("--slurm", action="store_true", help="run the job on a Slurm cluster with sbatch")
+    slurm.add_argument("--partition", metavar="NAME", help="Slurm partition (default: the cluster's)")
+    slurm.add_argument("--account", metavar="NAME", help="Slurm account to charge")
+    slurm.add_argument("--time", metavar="LIMIT", help="Slurm time limit, e.g. 2:00:00 (default: limits.timeout)")
     parser.set_defaults(func=run)
 
 
@@ -71,7 +76,8 @@ def run(args) -> int:
     json_output = args.format == "json" and not args.dry_run
     # --format json: everything the run prints goes to stderr, stdout gets one JSON object
     with contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext():
-        done = submit(args.file, local=args.local, dry_run=args.dry_run, sets=args.sets, inputs=args.inputs,
+        done = submit(args.file, local=args.local, backend="slurm" if args.slurm else None, dry_run=args.dry_run,
+                      sets=args.sets, inputs=args.inputs,
                       instance_count=args.instance_count,
                       process_count_per_instance=args.process_count_per_instance, args=args)
     if done.record is None:  # a dry run: the plan was printed

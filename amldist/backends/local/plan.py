@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 
 from amldist.backends.local import launchers as envs
 from amldist.backends.local.code_copy import ALWAYS_SKIPPED, check_code_source
-from amldist.backends.local.command import literal_text, render
+from amldist.backends.local.command import literal_text
+from amldist.backends.local.job_values import job_command
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
 from amldist.rules import counts, paths, snapshot_preview
@@ -115,24 +116,14 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
 
-    values = {f"inputs.{k}": v for k, v in resolve_inputs(job.inputs, prepared.base_dir, file, pending_inputs).items()}
-    outputs = {}
-    for out_name, spec in (job.outputs or {}).items():
-        out_type = str(spec.get("type", "uri_folder")) if isinstance(spec, dict) else "uri_folder"
-        path = os.path.join(run_dir, "outputs", out_name)
-        outputs[out_name] = (path, out_type)
-        values[f"outputs.{out_name}"] = path
-    local_paths = {f"inputs.{k}" for k, v in (job.inputs or {}).items() if is_path_input(v)} | {
-        f"outputs.{k}" for k in outputs}
-    rendered = render(job.command, values, file=file, paths=local_paths)  # values travel as variables
-    command = rendered.command
+    filled = job_command(job, prepared.base_dir, file, run_dir, pending_inputs)  # values travel as variables
+    rendered, command, outputs = filled.rendered, filled.command, filled.outputs
 
     layout = launcher_layout(job, file)
     notes = list(layout.notes) + envs.assign_gpus(layout, envs.visible_gpus(environ))
     removed = sorted(k for k in environ if envs.is_launcher_variable(k))
     base = envs.clean_environ(environ)
-    job_vars = {str(k): "" if v is None else literal_text(v) for k, v in (job.environment_variables or {}).items()}
-    job_vars.update(rendered.env)
+    job_vars = dict(filled.variables)
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     info = envs.run_info(name, layout.nodes)

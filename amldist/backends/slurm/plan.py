@@ -1,0 +1,144 @@
+"""The Slurm backend's pure ``plan()``: the sbatch script, its options and its environment for one job.
+
+Built from the same typed job as the other backends (:class:`~amldist.submit.prepared.PreparedJob`):
+``resources.instance_count`` gives ``--nodes``, ``distribution.process_count_per_instance`` the tasks
+per node, ``resources.instance_type`` the GPUs per node (when it names a GPU size), ``limits.timeout``
+(or ``--time``) ``--time``; the command, its inputs, outputs and ``environment_variables`` are filled in
+by the local backend's rule (:func:`amldist.backends.local.job_values.job_command`), so values reach
+the command as they do locally, with the same safety. Nothing is started, written or sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from amldist.backends.base import Options, Plan
+from amldist.backends.local import launchers
+from amldist.backends.local.job_values import job_command
+from amldist.backends.local.plan import code_folder, find_mpirun, job_name, rerunnable_yaml
+from amldist.backends.slurm import script
+from amldist.errors import UserError
+from amldist.rules import counts, vm_sizes
+from amldist.rules.runtime_bundle import has_own_amldist
+from amldist.rules.secrets import mask_env, mask_text, mask_tree
+
+DEFAULT_RUN_ROOT = ".amldist/slurm"
+KEPT_FOR_SBATCH = ("SLURM_CONF",)  # where the cluster is; sbatch needs it, the tasks drop it
+
+
+@dataclass(frozen=True)
+class SlurmOptions(Options):
+    partition: str | None = None  # --partition: Slurm's default partition when None
+    account: str | None = None  # --account
+    time: str | None = None  # --time: Slurm's format; default from limits.timeout
+    run_root: str = DEFAULT_RUN_ROOT  # run folders, on a filesystem every node sees
+    python: str | None = None  # the python every task runs (default: the one amldist runs in)
+
+
+@dataclass(frozen=True)
+class SlurmJobPlan(Plan):
+    backend = "slurm"
+    kind = "job"
+    job_name: str
+    run_dir: str
+    launch: str  # pytorch | mpi | single
+    nodes: int
+    tasks_per_node: int
+    sbatch_options: tuple[str, ...]
+    script: str
+    environment: Mapping[str, str]  # added to the submitting shell's (launcher variables removed)
+    removed: tuple[str, ...] = ()
+    code_source: str | None = None
+    add_runtime: bool = True
+    outputs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    job_yaml: str = ""
+    python: str = ""
+    stream: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.job_name
+
+    def describe(self) -> str:
+        return describe(self)
+
+    def to_json(self) -> dict:
+        return mask_tree({"backend": "slurm", "kind": "job", **dataclasses.asdict(self)})
+
+
+def plan(prepared, options: SlurmOptions, *, environ=None) -> SlurmJobPlan:
+    """Everything ``sbatch`` will get for ``prepared`` (see the module docstring)."""
+    job, file = prepared.job, prepared.source
+    environ = dict(os.environ if environ is None else environ)
+    run_root = os.path.abspath(options.run_root)
+    name = job_name(options.name or job.name, run_root, explicit=bool(options.name or job.name))
+    run_dir = os.path.join(run_root, name)
+    code_source = code_folder(job.code, prepared.base_dir, file)
+    if not isinstance(job.command, str) or not job.command.strip():
+        raise UserError(f"{file}: the job has no command to run")
+    filled = job_command(job, prepared.base_dir, file, run_dir)
+    launch, nodes, per_node = shape(job, file)
+    base = launchers.clean_environ(environ)
+    python = launchers.interpreter(options.python, base)
+    added = {**filled.variables, **launchers.run_info(name, nodes)}
+    added["PATH"] = launchers.python_path(added.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
+    limit = options.time or (script.time_limit(int(job.limits.timeout))
+                             if job.limits is not None and job.limits.timeout else None)
+    sbatch = script.sbatch_options(name, run_dir, nodes, per_node, gpus_per_node=gpus_per_node(job), time=limit,
+                                   partition=options.partition, account=options.account)
+    mpirun = find_mpirun(base) if launch == "mpi" else None
+    text = script.batch_script(sbatch, name=name, kind=launch, run_dir=run_dir, command=filled.command, nodes=nodes,
+                               tasks_per_node=per_node, python=python, mpirun=mpirun,
+                               as_root=hasattr(os, "geteuid") and os.geteuid() == 0)
+    add_runtime = not (code_source and has_own_amldist(code_source))
+    notes = [] if add_runtime else ["the code folder has its own 'amldist': the runtime shim is not added (as on Azure)"]
+    return SlurmJobPlan(name, run_dir, launch, nodes, per_node, sbatch, text, added,
+                        removed=tuple(sorted(k for k in environ if launchers.is_launcher_variable(k))),
+                        code_source=code_source, add_runtime=add_runtime, outputs=filled.outputs,
+                        job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir), python=python,
+                        stream=options.stream, notes=tuple(notes))
+
+
+def shape(job, file: str) -> tuple[str, int, int]:
+    """(launch, nodes, tasks per node) of ``job``; tensorflow is refused with one line."""
+    nodes = _count(getattr(job.resources, "instance_count", None))
+    dist = job.distribution
+    kind = dist.kind if dist is not None else None
+    if kind is None:
+        return "single", nodes, 1
+    if kind in ("pytorch", "mpi"):
+        return kind, nodes, _count(dist.process_count_per_instance)
+    raise UserError(f"{file}: distribution type {dist.type!r} is not run by the Slurm backend",
+                    hint="pytorch, mpi and no distribution run on Slurm; run this job --local or on Azure ML")
+
+
+def _count(value) -> int:
+    return 1 if value is None else counts.as_count(value)
+
+
+def gpus_per_node(job) -> int | None:
+    """The GPUs of ``resources.instance_type`` when it is a GPU size amldist knows, else None."""
+    size = vm_sizes.lookup(getattr(job.resources, "instance_type", None))
+    return size.gpus if size is not None and size.gpus else None
+
+
+def describe(p: SlurmJobPlan, *, cwd: str | None = None) -> str:
+    """The dry-run text: the sbatch options, the environment amldist adds (masked) and the script."""
+    rel = lambda path: os.path.relpath(path, cwd or os.getcwd())
+    lines = [f"job {p.job_name}: {p.launch} on Slurm, {p.nodes} node(s) x {p.tasks_per_node} task(s); "
+             f"run folder {rel(p.run_dir)} (not created; every node must see it)"]
+    lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.run_dir) + '/code' if p.code_source else 'none'}"
+                 + (" (+ amldist/runtime)" if p.add_runtime else ""))
+    lines += [f"output {n}: {rel(path)}" for n, (path, _) in p.outputs.items()]
+    lines.append("sbatch options: " + " ".join(shlex.quote(o) for o in p.sbatch_options))
+    lines.append("environment of sbatch (--export=ALL): this shell's"
+                 + (f" minus launcher variables ({', '.join(p.removed)})" if p.removed else "") + ", plus:")
+    lines += [f"  {k}={shlex.quote(str(v))}" for k, v in mask_env(dict(p.environment)).items()]
+    lines += [f"note: {n}" for n in p.notes]
+    lines += [f"--- {rel(p.run_dir)}/job.sbatch", mask_text(p.script).rstrip("\n")]
+    return "\n".join(lines)

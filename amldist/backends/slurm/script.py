@@ -1,0 +1,127 @@
+"""The sbatch script of a job: pure text built from the typed job, nothing started or written.
+
+What each task sees is what Azure ML's launcher gives a process on node k (the same names and
+values as ``amldist submit --local``, :mod:`amldist.backends.local.launchers`), computed from
+Slurm's own variables inside the allocation:
+
+- ``pytorch``: ``srun`` starts nodes x process_count_per_instance tasks; each gets RANK
+  (SLURM_PROCID), LOCAL_RANK (SLURM_LOCALID), NODE_RANK (SLURM_NODEID), WORLD_SIZE (SLURM_NTASKS),
+  MASTER_ADDR (the first node's address, ``NodeAddr`` in ``scontrol show node``) and MASTER_PORT
+  (a port free on the first node when the batch script starts there);
+- ``mpi``: Open MPI's ``mpirun`` inside the allocation (it reads Slurm's node list and starts its
+  daemons with ``srun``), one rank per task, so Open MPI sets OMPI_COMM_WORLD_* as on Azure; plus
+  AZ_BATCH_MASTER_NODE (several nodes) or AZ_BATCHAI_MPI_MASTER_NODE (one). ``mpirun`` rather than
+  ``srun --mpi=pmix``: it needs no PMIx plugin in Slurm matching the job's Open MPI, and it is
+  what Azure ML runs;
+- no distribution: the command once per node.
+
+Every task drops Slurm's own variables (SLURM_*, SLURMD_*) before the command starts, so a script
+sees on Slurm what it sees on Azure ML; amldist.runtime then forms its world from the Azure
+variables. GPUs: ``--gpus-per-node`` = the GPUs of ``resources.instance_type`` when it names a GPU
+size, and every process of a node sees all of them, as on Azure (``cuda:LOCAL_RANK`` picks one;
+per-task binding would hide the others and break that).
+
+Each task writes its output to Azure ML's log name (``user_logs/std_log_process_NN.txt``) and its
+exit code to ``state/rank_N.exit``; the batch script writes ``state/exit_code`` when the step ends.
+The job's values (inputs, environment_variables, secrets) are not in the script: they travel in
+``sbatch``'s environment (``--export=ALL``), as the local backend passes them to its processes.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from amldist.backends.local.launchers import process_log_name, rank_digits
+
+PORT_PICKER = 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
+# Variables Slurm sets in a task that Azure ML's processes do not have (ENVIRONMENT=BATCH is sbatch's).
+DROP_SLURM = "unset $(compgen -e | grep -E '^(SLURM_|SLURMD_)'); [ \"${ENVIRONMENT:-}\" = BATCH ] && unset ENVIRONMENT"
+
+
+def time_limit(seconds: int) -> str:
+    """``limits.timeout`` (seconds) as Slurm's ``--time`` (``H:MM:SS``, whole minutes, at least one:
+    Slurm counts in minutes, so a limit is never cut short)."""
+    minutes = max(1, math.ceil(seconds / 60))
+    return f"{minutes // 60}:{minutes % 60:02d}:00"
+
+
+def sbatch_options(name: str, run_dir: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
+                   time: str | None, partition: str | None, account: str | None) -> tuple[str, ...]:
+    """The ``#SBATCH`` options, in the order they are written."""
+    options = [f"--job-name={name}", f"--nodes={nodes}", f"--ntasks-per-node={tasks_per_node}"]
+    if gpus_per_node:
+        options.append(f"--gpus-per-node={gpus_per_node}")
+    options += [f"--{key}={value}" for key, value in (("time", time), ("partition", partition),
+                                                       ("account", account)) if value]
+    options += [f"--chdir={run_dir}/code", f"--output={run_dir}/slurm_job.txt", "--export=ALL"]
+    return tuple(options)
+
+
+def log_name(kind: str, nodes: int, world: int) -> str:
+    """Shell text for a task's log name, Azure ML's (as :func:`process_log_name` names them)."""
+    if kind == "single":
+        return "std_log.txt" if nodes == 1 else 'std_log_node_$(printf %02d "$SLURM_NODEID").txt'
+    if world == 1:
+        return process_log_name(0, 1)
+    return f'std_log_process_$(printf %0{rank_digits(world)}d "$rank").txt'
+
+
+def rank_variables(kind: str, nodes: int) -> str:
+    """The exports that give a task Azure ML's launcher variables (see the module docstring)."""
+    if kind == "pytorch":
+        return ('export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" NODE_RANK="$SLURM_NODEID" '
+                'WORLD_SIZE="$SLURM_NTASKS"')
+    if kind == "mpi":
+        master = ('AZ_BATCH_MASTER_NODE="$MASTER_ADDR:$MASTER_PORT"' if nodes > 1
+                  else 'AZ_BATCHAI_MPI_MASTER_NODE="$MASTER_ADDR"')
+        return f"export {master}; unset MASTER_ADDR MASTER_PORT"
+    return "unset MASTER_ADDR MASTER_PORT"
+
+
+def task_script(kind: str, command: str, nodes: int, world: int) -> str:
+    """What each task runs (``bash -c``): Azure ML's variables, its own log, the command, its exit code."""
+    rank = '"$OMPI_COMM_WORLD_RANK"' if kind == "mpi" else '"$SLURM_PROCID"'
+    return "\n".join([
+        f'rank={rank} run="$AMLDIST_RUN_DIR"; unset AMLDIST_RUN_DIR',
+        f'exec >"$run"/user_logs/{log_name(kind, nodes, world)} 2>&1',
+        rank_variables(kind, nodes),
+        DROP_SLURM,
+        'cd "$run"/code || exit 1',
+        f"bash -c {shlex.quote(command)}",
+        "code=$?",
+        'echo "$code" > "$run"/state/rank_"$rank".exit',
+        'exit "$code"',
+    ])
+
+
+def launch_line(kind: str, nodes: int, tasks_per_node: int, mpirun: str | None, as_root: bool) -> str:
+    """The step that starts every task: ``srun`` (a failing task stops the others), or ``mpirun``."""
+    if kind == "mpi":
+        root = " --allow-run-as-root" if as_root else ""
+        return (f"{shlex.quote(mpirun or 'mpirun')} -np {nodes * tasks_per_node} --map-by ppr:{tasks_per_node}:node "
+                f'--bind-to none{root} bash -c "$task"')
+    return 'srun --kill-on-bad-exit=1 bash -c "$task"'
+
+
+def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str, command: str, nodes: int,
+                 tasks_per_node: int, python: str, mpirun: str | None = None, as_root: bool = False) -> str:
+    """The whole sbatch script (see the module docstring)."""
+    world = nodes * tasks_per_node
+    state = '"$AMLDIST_RUN_DIR"/state'
+    lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in options),
+             f"# amldist: job {name}, {kind}, {nodes} node(s) x {tasks_per_node} task(s)",
+             "set -u",
+             f"export AMLDIST_RUN_DIR={shlex.quote(run_dir)}  # each task reads it, then drops it",
+             f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/started",
+             'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+             r"""addr=$(scontrol show node "$first" -o | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p')""",
+             'export MASTER_ADDR="${addr:-$first}"',
+             f"export MASTER_PORT=$({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})",
+             f"task={shlex.quote(task_script(kind, command, nodes, world))}",
+             launch_line(kind, nodes, tasks_per_node, mpirun, as_root),
+             "code=$?",
+             f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/ended",
+             f'echo "$code" > {state}/exit_code.tmp && mv {state}/exit_code.tmp {state}/exit_code',
+             'exit "$code"']
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,105 @@
+"""The Slurm backend's pure plan: the sbatch options and script from the typed job, nothing started."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from amldist.backends import get_backend
+from amldist.backends.slurm import script
+from amldist.errors import UserError
+from amldist.submit.prepare import prepare
+
+from tests.backends.local.helpers import SAMPLES
+
+
+def make_plan(tmp_path, body: str | None = None, path=None, **options):
+    if path is None:
+        (tmp_path / "src").mkdir(exist_ok=True)
+        path = tmp_path / "job.yml"
+        path.write_text("$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\n"
+                        "type: command\ncode: src\nenvironment: azureml:AzureML-sklearn-1.5@latest\n"
+                        + textwrap.dedent(body))
+    backend = get_backend("slurm")
+    return backend.plan(prepare(str(path)), backend.options(run_root=str(tmp_path / "runs"), **options))
+
+
+def test_the_pytorch_sample_becomes_two_nodes_of_two_tasks_with_its_timeout(tmp_path):
+    p = make_plan(tmp_path, path=SAMPLES / "pytorch_ddp" / "job.yml", partition="gpu", account="proj")
+    assert p.sbatch_options[1:6] == ("--nodes=2", "--ntasks-per-node=2", "--time=0:15:00", "--partition=gpu",
+                                     "--account=proj")
+    assert all(f"#SBATCH {o}" in p.script for o in p.sbatch_options)
+    assert 'srun --kill-on-bad-exit=1 bash -c "$task"' in p.script
+    assert 'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" NODE_RANK="$SLURM_NODEID"' in p.script
+    assert p.environment["AMLDIST_IN_0_epochs"] == "5" and p.environment["AZUREML_NODE_COUNT"] == "2"
+    assert p.environment["AMLDIST_OUT_3_model"] == os.path.join(p.run_dir, "outputs", "model")
+    assert not os.path.exists(p.run_dir)  # pure: nothing written
+
+
+def test_values_and_secrets_travel_in_the_environment_never_in_the_script(tmp_path):
+    p = make_plan(tmp_path, """
+        command: echo ${{inputs.msg}} $API_KEY
+        inputs: {msg: "hi; touch pwned"}
+        environment_variables: {API_KEY: s3cr3t-value}
+        """)
+    assert "pwned" not in p.script and "s3cr3t-value" not in p.script
+    assert p.environment["API_KEY"] == "s3cr3t-value"
+    text = p.describe()
+    assert "s3cr3t-value" not in text and "API_KEY=" in text  # masked in --dry-run
+    assert "#SBATCH --nodes=1" in text
+
+
+def test_the_task_script_gives_azure_names_and_drops_slurms_variables(tmp_path):
+    p = make_plan(tmp_path, """
+        command: env
+        distribution: {type: pytorch, process_count_per_instance: 2}
+        resources: {instance_count: 2}
+        """)
+    task = script.task_script("pytorch", "env", 2, 4)
+    env = {"PATH": os.environ["PATH"], "AMLDIST_RUN_DIR": str(tmp_path), "SLURM_PROCID": "3", "SLURM_LOCALID": "1",
+           "SLURM_NODEID": "1", "SLURM_NTASKS": "4", "SLURMD_NODENAME": "n2", "ENVIRONMENT": "BATCH"}
+    for sub in ("user_logs", "state", "code"):
+        (tmp_path / sub).mkdir(exist_ok=True)
+    subprocess.run(["bash", "-c", task], env=env, check=True, timeout=30)
+    seen = dict(line.split("=", 1) for line in (tmp_path / "user_logs" / "std_log_process_03.txt").read_text().split("\n")
+                if "=" in line)
+    assert (seen["RANK"], seen["LOCAL_RANK"], seen["NODE_RANK"], seen["WORLD_SIZE"]) == ("3", "1", "1", "4")
+    assert not [k for k in seen if k.startswith("SLURM") or k in ("ENVIRONMENT", "AMLDIST_RUN_DIR")]
+    assert (tmp_path / "state" / "rank_3.exit").read_text().strip() == "0"
+    assert p.launch == "pytorch"
+
+
+def test_a_gpu_size_asks_for_its_gpus_on_every_node(tmp_path):
+    p = make_plan(tmp_path, """
+        command: python train.py
+        distribution: {type: pytorch, process_count_per_instance: 8}
+        resources: {instance_count: 2, instance_type: Standard_ND96asr_v4}
+        """)
+    assert "--gpus-per-node=8" in p.sbatch_options
+    assert not any("gpus" in o for o in make_plan(tmp_path, "command: echo\n").sbatch_options)
+
+
+def test_mpi_runs_mpirun_inside_the_allocation(tmp_path):
+    p = make_plan(tmp_path, """
+        command: python train.py
+        distribution: {type: mpi, process_count_per_instance: 2}
+        resources: {instance_count: 2}
+        """)
+    assert "-np 4 --map-by ppr:2:node" in p.script
+    assert 'AZ_BATCH_MASTER_NODE="$MASTER_ADDR:$MASTER_PORT"' in p.script
+
+
+def test_tensorflow_is_refused_with_one_line(tmp_path):
+    with pytest.raises(UserError, match="tensorflow.*not run by the Slurm backend"):
+        make_plan(tmp_path, """
+            command: python train.py
+            distribution: {type: tensorflow, worker_count: 2}
+            """)
+
+
+@pytest.mark.parametrize("seconds, limit", [(1, "0:01:00"), (900, "0:15:00"), (3601, "1:01:00"), (86400, "24:00:00")])
+def test_timeouts_become_slurm_time_limits_rounded_up_to_minutes(seconds, limit):
+    assert script.time_limit(seconds) == limit
