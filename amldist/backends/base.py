@@ -70,8 +70,9 @@ class StepRecord:
     end_time: str | None = None
     duration_seconds: float | None = None
     needs: tuple[str, ...] = ()
-    run_dir: str | None = None
+    run_dir: str | None = None  # a local step's run folder
     note: str | None = None  # why it did not start, when it did not
+    job: str | None = None  # the step's own job name, where the service gives it one (Azure ML's child job)
 
 
 @dataclass(frozen=True)

@@ -285,7 +285,8 @@ class AzureMLBackend(Backend):
         if rank is not None:
             raise UserError("--rank reads one rank's log of a local run; Azure ML streams the job's logs as a whole",
                             hint=f"'amldist job download {name}' fetches every rank's log (artifacts/user_logs/)")
-        return jobs.logs(self.client(), self.workspace(), step or name)
+        client, workspace = self.client(), self.workspace()
+        return jobs.logs(client, workspace, jobs.step_job(client, workspace, name, step) if step else name)
 
     def cancel(self, name: str, *, wait: bool = True) -> JobRecord:
         from amldist.backends.azureml import jobs
@@ -296,8 +297,9 @@ class AzureMLBackend(Backend):
                  all_outputs: bool = False, step: str | None = None) -> list[str]:
         from amldist.backends.azureml import jobs
 
-        jobs.download(self.client(), self.workspace(), step or name, destination, output_name=output_name,
-                      all_outputs=all_outputs)
+        client, workspace = self.client(), self.workspace()
+        job = jobs.step_job(client, workspace, name, step) if step else name
+        jobs.download(client, workspace, job, destination, output_name=output_name, all_outputs=all_outputs)
         return [destination]
 
     def show_text(self, record: JobRecord) -> str:

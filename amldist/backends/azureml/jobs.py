@@ -14,11 +14,12 @@ the logs), so they are left out rather than guessed.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from amldist.backends.azureml.azure_calls import azure_call
 from amldist.backends.azureml.records import record_of, show_text
-from amldist.backends.base import JobRecord
+from amldist.backends.base import JobRecord, StepRecord
 from amldist.errors import UserError
 
 
@@ -44,7 +45,33 @@ def list_jobs(client, workspace, *, max_results: int | None = None) -> list[JobR
 
 
 def show(client, workspace, name: str) -> JobRecord:
-    return record_of(call(lambda: client.jobs.get(name), workspace, name=name))
+    """The job; a pipeline with its steps (its child jobs)."""
+    record = record_of(call(lambda: client.jobs.get(name), workspace, name=name))
+    if record.kind != "pipeline":
+        return record
+    return dataclasses.replace(record, steps=steps_of(client, workspace, name))
+
+
+def steps_of(client, workspace, name: str) -> tuple[StepRecord, ...]:
+    """A pipeline's steps: its child jobs, named by their display name (the step's name in the YAML)."""
+    children = call(lambda: list(client.jobs.list(parent_job_name=name)), workspace, name=name)
+    steps = []
+    for child in children:
+        record = record_of(child)
+        steps.append(StepRecord(name=record.details.get("display_name") or child.name, status=record.status,
+                                start_time=record.start_time, end_time=record.end_time,
+                                duration_seconds=record.duration_seconds, job=child.name))
+    return tuple(steps)
+
+
+def step_job(client, workspace, name: str, step: str) -> str:
+    """The job name of pipeline ``name``'s step ``step`` (its name in the YAML, or the child job's own)."""
+    steps = steps_of(client, workspace, name)
+    for found in steps:
+        if step in (found.name, found.job):
+            return found.job
+    raise UserError(f"job {name} has no step {step!r}",
+                    hint=f"its steps: {', '.join(s.name for s in steps) or 'none (not a pipeline)'}")
 
 
 def logs(client, workspace, name: str) -> JobRecord:

@@ -54,6 +54,7 @@ def show_text(job: JobRecord) -> str:
     lines = [f"name: {job.name}", f"status: {job.status}",
              f"start: {job.start_time or job.details.get('created') or '-'}",
              f"duration: {duration:.1f}s" if isinstance(duration, (int, float)) else "duration: -"]
+    lines += [f"step {step.name}: {step.status} (job {step.job})" for step in job.steps]
     if job.details.get("compute"):
         lines.append(f"compute: {job.details['compute']}")
     for output in job.outputs:
