@@ -25,11 +25,10 @@ class JobCommand:
     outputs: dict[str, tuple[str, str]]  # name -> (path, type)
 
 
-def job_command(job, base_dir: str, file: str, run_dir: str, pending_inputs=()) -> JobCommand:
-    """``job``'s command as it runs from ``run_dir`` (see the module docstring); raises UserError."""
-    from amldist.backends.local.plan import resolve_inputs  # the input rules live with the local plan
-
-    values = {f"inputs.{k}": v for k, v in resolve_inputs(job.inputs, base_dir, file, pending_inputs).items()}
+def job_command(job, inputs: dict[str, str | None], file: str, run_dir: str) -> JobCommand:
+    """``job``'s command as it runs from ``run_dir`` (see the module docstring), ``inputs`` the text of each
+    input (:func:`amldist.backends.local.plan.resolve_inputs`); raises UserError."""
+    values = {f"inputs.{k}": v for k, v in inputs.items()}
     outputs = {}
     for out_name, spec in (job.outputs or {}).items():
         out_type = str(spec.get("type", "uri_folder")) if isinstance(spec, dict) else "uri_folder"

@@ -116,7 +116,8 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
 
-    filled = job_command(job, prepared.base_dir, file, run_dir, pending_inputs)  # values travel as variables
+    inputs = resolve_inputs(job.inputs, prepared.base_dir, file, pending_inputs)
+    filled = job_command(job, inputs, file, run_dir)  # values travel as variables
     rendered, command, outputs = filled.rendered, filled.command, filled.outputs
 
     layout = launcher_layout(job, file)

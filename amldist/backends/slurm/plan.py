@@ -19,7 +19,7 @@ from typing import Mapping
 from amldist.backends.base import Options, Plan
 from amldist.backends.local import launchers
 from amldist.backends.local.job_values import job_command
-from amldist.backends.local.plan import code_folder, find_mpirun, job_name, rerunnable_yaml
+from amldist.backends.local.plan import code_folder, find_mpirun, job_name, rerunnable_yaml, resolve_inputs
 from amldist.backends.slurm import script
 from amldist.errors import UserError
 from amldist.rules import counts, vm_sizes
@@ -81,7 +81,7 @@ def plan(prepared, options: SlurmOptions, *, environ=None) -> SlurmJobPlan:
     code_source = code_folder(job.code, prepared.base_dir, file)
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
-    filled = job_command(job, prepared.base_dir, file, run_dir)
+    filled = job_command(job, resolve_inputs(job.inputs, prepared.base_dir, file), file, run_dir)
     launch, nodes, per_node = shape(job, file)
     base = launchers.clean_environ(environ)
     python = launchers.interpreter(options.python, base)
