@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch", reason="the benchmark forms torch process groups")
+pytestmark = pytest.mark.bench  # skipped by the default run (tests/conftest.py)
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_runtime.py"
 

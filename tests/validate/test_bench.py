@@ -1,11 +1,55 @@
-"""The benchmark script runs (tiny --quick mode; no timing is asserted)."""
+"""The benchmarks' own correctness, in the default run: each measures a workload that is what it claims
+(specs of the kinds it names, its planted mistakes found; the same job on both sides). Running the scripts end to end
+(tiny ``--quick`` mode; no timing is asserted) is marked ``bench``: ``pytest --bench`` runs it."""
 
+import importlib.util
 import subprocess
 import sys
 
+import pytest
+
+from amldist.model.kinds import detect_kind
+from amldist.model.yamlio import load_yaml
+from amldist.validate import check
 from tests.validate.helpers import ROOT
 
 
+def bench_module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_validate_generates_specs_of_the_kinds_it_names(tmp_path):
+    files = bench_module("bench_validate").generate(tmp_path, 60)
+    assert len(files) == 60
+    assert {kind for _, kind in files} == {"command_job", "command_component", "pipeline_job",
+                                           "distributed_component"}
+    for path, kind in files:
+        with open(path, encoding="utf-8") as fh:
+            assert detect_kind(load_yaml(fh.read()).data) == kind, path
+    # the bench times amldist over them: no file may end in an internal error, and the mistakes it plants
+    # (instance_count: 0, as a real repository has some) are found
+    result = check([tmp_path])
+    assert "internal-error" not in {d.code for d in result.diagnostics}
+    planted = {path for path, _ in files if "instance_count: 0\n" in open(path, encoding="utf-8").read()}
+    found = {d.file for d in result.diagnostics if d.code == "out-of-range" and d.field == "resources.instance_count"}
+    assert found == planted
+
+
+def test_bench_builders_builds_the_same_job_on_both_sides():
+    pytest.importorskip("azure.ai.ml")
+    bench = bench_module("bench_builders")
+    ours, theirs = bench.amldist_job(), bench.azure_job()
+    assert ours.distribution.to_dict() == {"type": "pytorch", "process_count_per_instance": 8}
+    assert theirs.distribution.process_count_per_instance == 8
+    for key in ("instance_type", "instance_count", "shm_size"):
+        assert getattr(ours.resources, key) == getattr(theirs.resources, key), key
+    assert ours.command == theirs.command
+
+
+@pytest.mark.bench
 def test_bench_validate_quick():
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_validate.py"), "--quick"],
                           capture_output=True, text=True, timeout=300)
