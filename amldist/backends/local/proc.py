@@ -1,5 +1,4 @@
-"""What ``/proc`` says about a process: the one parser of ``/proc/<pid>/stat``, and the proof that a
-process belongs to a run.
+"""What ``/proc`` says about a process: its start time and the proof that a process belongs to a run.
 
 A pid alone proves nothing: a status file can be edited, and pids are reused. A process is taken
 as a run's own (:func:`belongs_to_run`) only when both hold:
@@ -19,18 +18,11 @@ from __future__ import annotations
 
 import os
 
+# The one parser of /proc/<pid>/stat is process_groups' (that module also runs as the standard-library-only
+# watchdog script, so the parser lives there and is shared from there, not the other way round).
+from amldist.backends.local.process_groups import _stat_fields as stat_fields
+
 PROC = "/proc"
-
-
-def stat_fields(pid: str | int) -> list[str] | None:
-    """``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, session, ... (None if gone).
-    Field N of proc(5) is ``stat_fields(pid)[N - 3]``."""
-    try:
-        with open(f"{PROC}/{pid}/stat", "rb") as fh:
-            stat = fh.read(4096).decode("ascii", "replace")
-    except OSError:
-        return None
-    return stat[stat.rfind(")") + 2:].split()  # comm may hold spaces and parentheses
 
 
 def start_time(pid: int) -> int | None:

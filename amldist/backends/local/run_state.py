@@ -41,7 +41,7 @@ __all__ = ["CANCELED", "COMPLETED", "FAILED", "NOT_STARTED", "RUNNING", "TERMINA
 STEP_STATUS = {"waiting": NOT_STARTED, "not started": NOT_STARTED, "skipped": NOT_STARTED, "running": RUNNING,
                "completed": COMPLETED, "failed": FAILED, "stopped": CANCELED}
 
-process_start_time = proc.start_time  # the one /proc/<pid>/stat parser lives in proc
+process_start_time = proc.start_time  # kept for callers; /proc/<pid>/stat is parsed in one place
 
 
 def now_iso() -> str:
