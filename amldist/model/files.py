@@ -146,6 +146,50 @@ def write_atomic(path, text: str) -> str:
     return path
 
 
+def inside(root, path) -> str:
+    """``path``, absolute, when it stays inside the folder ``root`` once ``..`` and symlinks are resolved
+    (both sides resolved, so a link above ``root`` is no escape); FileProblem ``outside`` otherwise.
+
+    The one check every writer of a run folder (or of ``job download -o DIR``) makes before it
+    creates or writes anything: a name such as ``../../x``, or a link planted in the folder, never
+    makes amldist write elsewhere.
+    """
+    path, root = os.fspath(path), os.fspath(root)
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise FileProblem(path, "outside", f"it lies outside {root}", verb="write",
+                          hint="names of outputs, steps and files are single folder names (no '..', no links out)")
+    return os.path.abspath(path)
+
+
+def make_folder(root, path) -> str:
+    """``os.makedirs(path)`` (existing folders kept) after checking, before and after, that it stays
+    inside ``root`` (:func:`inside`): a link swapped in meanwhile is caught too."""
+    inside(root, path)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise FileProblem(os.fspath(path), "unwritable", str(exc.strerror or exc), verb="write") from None
+    return inside(root, path)
+
+
+def create_file(root, path, text: str, mode: int = 0o644) -> bool:
+    """Create the new file ``path`` (inside ``root``) holding ``text``; False when something is already
+    there, which is left alone. Never through a link: O_EXCL and O_NOFOLLOW refuse one at ``path``."""
+    inside(root, os.path.dirname(os.path.abspath(os.fspath(path))))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, mode)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise FileProblem(os.fspath(path), "unwritable", str(exc.strerror or exc), verb="write") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return True
+
+
 def _refuse_special(path: str, mode: int) -> None:
     kind = kind_of(mode)
     if kind is not None:

@@ -20,7 +20,8 @@ from amldist.submit.prepare import prepare
 
 from tests.backends.local.helpers import recorded_pids, survivors, worker_job, write_job
 
-SHELL_ONLY = {"PWD", "OLDPWD", "SHLVL", "_", "LC_CTYPE"}  # bash and Python's locale coercion add these
+SHELL_ONLY = {"PWD", "OLDPWD", "SHLVL", "_", "LC_CTYPE",  # bash and Python's locale coercion add these
+              "AMLDIST_RUN_MARKER"}  # amldist's own: finds the run's daemons at the end (process_groups)
 
 
 def options(tmp_path, **kw):

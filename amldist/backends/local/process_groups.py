@@ -18,7 +18,15 @@ No orphans when amldist itself dies without cleaning up (SIGKILL, a crash), on L
   instant between its fork and the watchdog hearing of its session;
 - :class:`Subreaper`: during a run amldist is a child subreaper (PR_SET_CHILD_SUBREAPER), so a
   process that leaves its session (``setsid``, a daemon) and loses its parent is adopted by
-  amldist rather than by init, and is stopped with the rest (:func:`stop_adopted`).
+  amldist rather than by init, and is stopped with the rest (:func:`stop_adopted`, repeated
+  until no new orphan appears);
+- the **run marker**: every process amldist starts gets ``AMLDIST_RUN_MARKER=<unique token>`` in its
+  environment, which every descendant inherits through fork, exec, ``setsid`` and daemonising
+  alike. :func:`stop_marked` finds them all in ``/proc/<pid>/environ``, whatever session or parent
+  they have now, and stops them until no new one appears; the watchdog does the same when amldist
+  was killed. So a rank's ``setsid`` daemon, and a daemon's child re-parented after amldist listed
+  the processes, do not survive the run. (A process that clears its environment before it execs,
+  ``env -i``, escapes the marker; the session and subreaper nets above still hold it in most cases.)
 
 Hand-written rather than psutil: psutil is not a dependency, and what is needed is a
 ``/proc`` scan and two ``prctl`` calls.
@@ -33,6 +41,7 @@ import sys
 import time
 
 _PROC = "/proc"
+RUN_MARKER = "AMLDIST_RUN_MARKER"
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -171,11 +180,66 @@ class Subreaper:
             _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
-def stop_adopted(reaper: Subreaper, grace: float) -> None:
-    """Stop and reap the orphans ``reaper`` adopted: SIGTERM, up to ``grace`` seconds, SIGKILL."""
-    pids = reaper.adopted()
+def marked_processes(marker: str) -> set[int]:
+    """Live processes (not zombies) whose environment holds ``RUN_MARKER=marker``; Linux, else empty."""
+    needle = f"{RUN_MARKER}={marker}".encode()
+    found: set[int] = set()
+    if not marker or not os.path.isdir(_PROC):
+        return found
+    for entry in os.listdir(_PROC):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"{_PROC}/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        fields = _stat_fields(entry) if needle in environ.split(b"\0") else None
+        if fields and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+def stop_marked(marker: str, grace: float, *, rounds: int = 20) -> None:
+    """Stop every process carrying the run's marker: SIGTERM, up to ``grace`` seconds, then SIGKILL,
+    again until none is left (a process may start another while it is stopped); at most ``rounds``."""
+    pids = marked_processes(marker)
     if not pids:
         return
+    _signal_all(pids, signal.SIGTERM)
+    deadline = time.monotonic() + max(grace, 0.0)
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.05)
+        pids = marked_processes(marker)
+    for _ in range(rounds):
+        if not pids:
+            return
+        _signal_all(pids, signal.SIGKILL)
+        time.sleep(0.05)
+        pids = marked_processes(marker)
+
+
+def _signal_all(pids, sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def stop_adopted(reaper: Subreaper, grace: float, *, rounds: int = 10) -> None:
+    """Stop and reap the orphans ``reaper`` adopted, again until no new one appears (an orphan's own
+    child is adopted once its parent is stopped); at most ``rounds`` times."""
+    for _ in range(rounds):
+        pids = reaper.adopted()
+        if not pids:
+            return
+        _stop_and_reap(pids, grace)
+        grace = 0.0  # the newcomers had their warning with the first round
+
+
+def _stop_and_reap(pids: set[int], grace: float) -> None:
+    """SIGTERM, up to ``grace`` seconds, SIGKILL, each reaped (they are amldist's children now)."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         for pid in pids:
             try:
@@ -203,11 +267,11 @@ class Watchdog:
     without touching anything).
     """
 
-    def __init__(self, grace: float):
+    def __init__(self, grace: float, marker: str = ""):
         read_end, self._pipe = os.pipe()  # both ends non-inheritable: no rank holds the pipe open
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch", str(max(grace, 0.0))],
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch", str(max(grace, 0.0)), marker],
                 stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                 close_fds=True,
             )
@@ -233,7 +297,7 @@ class Watchdog:
             self.proc.wait()
 
 
-def _watch(grace: float) -> int:
+def _watch(grace: float, marker: str = "") -> int:
     """The watchdog's side: read session ids until "done" (exit) or end of file (stop them all)."""
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
@@ -250,8 +314,9 @@ def _watch(grace: float) -> int:
                 return 0
             sessions.add(int(line))
     stop_sessions(sessions, [], grace)
+    stop_marked(marker, grace)  # the run's daemons, in sessions of their own
     return 0
 
 
 if __name__ == "__main__":  # the watchdog process (see Watchdog); run with -I -S, standard library only
-    sys.exit(_watch(float(sys.argv[2])))
+    sys.exit(_watch(float(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else ""))

@@ -31,11 +31,14 @@ import threading
 import time
 
 from amldist.backends.local.plan import LocalPlan
-from amldist.backends.local.process_groups import Subreaper, Watchdog, die_with_parent, stop_adopted, stop_sessions
+from amldist.backends.local.log_stream import LogFollower
+from amldist.backends.local.process_groups import (RUN_MARKER, Subreaper, Watchdog, die_with_parent, stop_adopted,
+                                                   stop_marked, stop_sessions)
 from amldist.backends.local.code_copy import copy_code
 from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
 from amldist.rules.runtime_bundle import RUNS_DIR, add_runtime
 from amldist.errors import UserError
+from amldist.model.files import create_file, make_folder
 
 TAIL_LINES = 20
 POLL_SECONDS = 0.02
@@ -69,14 +72,13 @@ def prepare_folder(p: LocalPlan) -> None:
 
 
 def ignore_runs(run_root: str) -> None:
-    """A ``.gitignore`` that keeps run folders out of git: in ``.amldist/`` when the run root lies in
-    it (the default ``.amldist/runs``), else in the run root; an existing one is left alone."""
-    parent = os.path.dirname(run_root)
-    folder = parent if os.path.basename(parent) == RUNS_DIR else run_root
-    path = os.path.join(folder, ".gitignore")
-    if not os.path.exists(path):
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(GITIGNORE)
+    """A ``.gitignore`` that keeps run folders out of git, written only in the ``.amldist/`` folder
+    holding the run root (the default ``.amldist/runs``): anywhere else a ``*`` would hide a
+    repository's own files from git. An existing file (or link) there is left alone, never written
+    through."""
+    parent = os.path.dirname(os.path.abspath(run_root))
+    if os.path.basename(parent) == RUNS_DIR:
+        create_file(parent, os.path.join(parent, ".gitignore"), GITIGNORE)
 
 
 def python_wrappers(p: LocalPlan) -> None:
@@ -104,8 +106,8 @@ def fill_folder(p: LocalPlan) -> None:
         os.makedirs(p.code_dir)
     if p.add_runtime:
         add_runtime(p.code_dir)
-    for path, out_type in p.outputs.values():
-        os.makedirs(os.path.dirname(path) if out_type == "uri_file" else path, exist_ok=True)
+    for path, out_type in p.outputs.values():  # each checked to stay in the run folder, whatever its name
+        make_folder(p.run_dir, os.path.dirname(path) if out_type == "uri_file" else path)
     os.makedirs(p.log_dir)
 
 
@@ -121,7 +123,8 @@ class Supervisor:
         self.popens: list[subprocess.Popen] = []
         self.sessions: set[int] = set()
         self.stop_signal: int | None = None
-        self.offsets: dict[str, int] = {}
+        self.follower = LogFollower(self.write)  # --stream: each log line once, in constant memory
+        self.marker = f"{p.job_name}.{os.getpid()}.{os.urandom(6).hex()}"  # RUN_MARKER in every process
         self.started = time.monotonic()
         self._status_shown = False
         self.running = False  # before start(): a stop signal interrupts the preparation instead
@@ -132,7 +135,7 @@ class Supervisor:
     # -- starting -------------------------------------------------------------------------
     def start(self) -> None:
         """Start the watchdog, become a subreaper, then start every planned process."""
-        self.watchdog = Watchdog(self.grace)
+        self.watchdog = Watchdog(self.grace, self.marker)
         self.reaper = Subreaper(own_children=(self.watchdog.proc.pid,))
         preexec = die_with_parent(os.getpid())
         for spec in self.plan.processes:
@@ -140,7 +143,8 @@ class Supervisor:
                 break
             with open(spec.log_path, "wb") as log:
                 popen = subprocess.Popen(
-                    spec.argv, env=spec.env, cwd=spec.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                    spec.argv, env={**spec.env, RUN_MARKER: self.marker}, cwd=spec.cwd, stdin=subprocess.DEVNULL,
+                    stdout=log,
                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, preexec_fn=preexec,
                 )
             self.watchdog.watch(popen.pid)
@@ -191,9 +195,11 @@ class Supervisor:
         """Stop every process of the run (a second Ctrl-C meanwhile cuts the grace short), then the
         orphans amldist adopted, then tell the watchdog all is done."""
         stop_sessions(self.sessions, self.popens, self.grace, cut_short=lambda: self.grace == 0)
+        stop_marked(self.marker, self.grace)  # daemons that left the sessions (setsid), and their children
         if self.reaper is not None:
             stop_adopted(self.reaper, self.grace)
             self.reaper.close()
+        stop_marked(self.marker, 0)  # anything a stopping process started meanwhile
         if self.watchdog is not None:
             self.watchdog.close()
 
@@ -212,6 +218,8 @@ class Supervisor:
 
     def write(self, text: str) -> None:
         """Write to the terminal; a terminal that is gone (SIGHUP: EIO) must not stop the stopping."""
+        if not text.startswith("\r"):
+            self.clear_status()  # a log line replaces the status line
         try:
             self.out.write(text)
             self.out.flush()
@@ -221,20 +229,7 @@ class Supervisor:
     def pump(self, final: bool = False) -> None:
         """Copy new complete lines of every rank's log to the terminal (``--stream``)."""
         for spec in self.plan.ranks:
-            offset = self.offsets.get(spec.log_path, 0)
-            try:
-                with open(spec.log_path, "rb") as fh:
-                    fh.seek(offset)
-                    data = fh.read()
-            except OSError:
-                continue
-            if not final:
-                data = data[: data.rfind(b"\n") + 1]
-            if not data:
-                continue
-            self.offsets[spec.log_path] = offset + len(data)
-            self.clear_status()
-            self.write("".join(f"[{spec.label}] {line}\n" for line in data.decode("utf-8", "replace").splitlines()))
+            self.follower.copy(spec.log_path, f"[{spec.label}] ", final=final)
 
     def install_signals(self):
         if threading.current_thread() is not threading.main_thread():
