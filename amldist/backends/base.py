@@ -213,6 +213,11 @@ class Backend(abc.ABC, Generic[O, P]):
     def describe(self, plan: P) -> str:
         return plan.describe()
 
+    def has(self, name: str) -> bool:
+        """Whether this backend knows a job called ``name`` without asking a service (``amldist job NAME``
+        goes to the backend that has it); False unless a backend can tell cheaply."""
+        return False
+
     def show_text(self, record: JobRecord) -> str:
         """``amldist job show`` in text; a backend may say more."""
         lines = [f"name: {record.name}", f"kind: {record.kind}", f"status: {record.status}",

@@ -126,7 +126,7 @@ def test_background_processes_left_by_a_finished_command_are_stopped(tmp_path):
     path = write_job(tmp_path, f"command: sleep 120 & echo $! > {marker}; exit 0\n")
     prepared = prepare(str(path))
     backend = LocalBackend()
-    assert backend.run(backend.plan(prepared, options(tmp_path))) == 0
+    assert backend.run(backend.plan(prepared, options(tmp_path))).status == "Completed"
     assert survivors([int(marker.read_text())]) == []
 
 
