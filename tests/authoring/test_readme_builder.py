@@ -47,3 +47,16 @@ def test_the_builder_example_runs_and_its_yaml_is_what_az_ml_loads(tmp_path, mon
     for side in (ours, theirs):
         side.pop("code", None), side.get("component", {}).pop("code", None)
     assert isinstance(entity, Command) and ours == theirs
+
+
+def test_without_src_the_example_ends_in_one_line(tmp_path):
+    """Run where ./src does not exist: one ``error:`` line naming it, no traceback and no azure-ai-ml notice."""
+    pytest.importorskip("azure.ai.ml")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: ") and str(tmp_path / "src") in line
