@@ -64,6 +64,9 @@ def register(subparsers) -> None:
             sub.add_argument("--all", action="store_true", help="the logs and every named output")
             sub.add_argument("--step", metavar="STEP", help="a pipeline's step, downloaded as a job")
         sub.set_defaults(func=run)
+    from amldist.cli import diagnose  # `job diagnose` lives in its own module
+
+    diagnose.add_verb(verbs, _where_options, _is_local)
 
 
 def _where_options(parser) -> None:

@@ -70,6 +70,7 @@ def run(args) -> int:
     import contextlib
 
     from amldist.backends.submit import submit
+    from amldist.cli.diagnose import after_local_run
     from amldist.cli.job import file_argument
 
     args.file = file_argument(args)
@@ -80,6 +81,8 @@ def run(args) -> int:
                       sets=args.sets, inputs=args.inputs,
                       instance_count=args.instance_count,
                       process_count_per_instance=args.process_count_per_instance, args=args)
+        if done.record is not None:
+            after_local_run(done.plan, done.exit_code)
     if done.record is None:  # a dry run: the plan was printed
         return 0
     _open_studio(done.record, args.web)
