@@ -89,7 +89,10 @@ class Node:
                 data["code"] = paths.local_path(data["code"], self.base_dir)
             job = from_data({k: v for k, v in data.items() if v is not None}, file=f"step {self.name}")
         else:
-            job = component_to_job(self._spec(), inputs=values, base_dir=self.base_dir, checked=True)
+            try:
+                job = component_to_job(self._spec(), inputs=values, base_dir=self.base_dir, checked=True)
+            except UserError as exc:  # "input 'x' is required": say which step
+                raise UserError(f"step {self.name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
             if self.overrides:
                 job = from_data(graph.effective_job(job.to_dict(), self.overrides), file=f"step {self.name}")
         job.name = name
