@@ -25,10 +25,10 @@ type: pipeline
 name: {name}
 jobs:
   first:
-    command: echo first $$ > {pids}/first; {first}
+    command: echo first $$ > {pids}/first; echo out-first; {first}
     outputs: {{o: {{type: uri_folder}}}}
   second:
-    command: echo second $$ > {pids}/second; echo made > ${{{{outputs.o}}}}/x; {second}
+    command: echo second $$ > {pids}/second; echo made > ${{{{outputs.o}}}}/x; echo out-second; {second}
     outputs: {{o: {{type: uri_folder}}}}
 """
 
@@ -55,9 +55,9 @@ def test_a_finished_pipeline_is_a_job_to_every_verb(tmp_path):
     shown = amldist_cli(tmp_path, "job", "show", "pipe").stdout
     assert "status: Completed" in shown and "step first: Completed, exit 0" in shown
     logs = amldist_cli(tmp_path, "job", "logs", "pipe").stdout.splitlines()
-    assert logs == [] or all(line.startswith(("[first]", "[second]")) for line in logs)
+    assert sorted(logs) == ["[first] out-first", "[second] out-second"]  # each line names its step
     one = amldist_cli(tmp_path, "job", "logs", "pipe", "--step", "second")
-    assert one.returncode == 0 and one.stdout == ""
+    assert one.returncode == 0 and one.stdout == "out-second\n"
     bad = amldist_cli(tmp_path, "job", "logs", "pipe", "--step", "nope")
     assert bad.returncode == 2 and "has no step 'nope'" in bad.stderr and "first, second" in bad.stderr
     got = amldist_cli(tmp_path, "job", "download", "pipe", "--all", "-o", "dl")
@@ -77,7 +77,7 @@ def test_a_step_that_exits_3_is_reported_as_exit_3(tmp_path):
     assert {s["name"]: (s["status"], s["exit_code"]) for s in printed["steps"]} == {
         "first": ("Failed", 3), "second": ("Completed", 0)}  # second does not read from first
     logs = amldist_cli(tmp_path, "job", "logs", "three", "--step", "first")
-    assert logs.stdout == "broken\n"
+    assert logs.stdout == "out-first\nbroken\n"
 
 
 def _wait_for(predicate, timeout=30.0):
