@@ -42,7 +42,7 @@ from amldist.rules.shm_size import HINT as SHM_SIZE_HINT, is_shm_size, message a
 from amldist.authoring.arguments import count
 from amldist.diagnostics import errors_in
 from amldist.errors import UserError
-from amldist.model.files import read_text
+from amldist.model.files import FileProblem, read_text
 from amldist.authoring.legacy_builder import (
     ComponentSpecError,
     check_with_validator,
@@ -50,7 +50,7 @@ from amldist.authoring.legacy_builder import (
     normalize_launcher,
     v2_port_type,
 )
-from amldist.model import CommandComponent, DistributedComponent, Distribution, Resources, loads
+from amldist.model import CommandComponent, DistributedComponent, Distribution, Resources, YamlError, load_yaml, loads
 from amldist.validate import validate_file, validate_text
 
 V2_COMPONENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json"
@@ -141,8 +141,6 @@ def _environment(env, code: str, base_dir: str):
         out["conda_file"] = _join(code, conda["conda_dependencies_file"])
     elif conda.get("pip_requirements_file"):
         path = os.path.join(base_dir, _join(code, conda["pip_requirements_file"]))
-        from amldist.model.files import FileProblem, read_text
-
         try:  # only a regular file, of bounded size (a FIFO or /dev/zero here would hang the conversion)
             lines = read_text(path).splitlines()
         except FileProblem as exc:
@@ -163,10 +161,6 @@ def _additional_includes(path: str | None) -> list | None:
     includes = os.path.splitext(path)[0] + ".additional_includes"
     if not os.path.isfile(includes):
         return None
-    from amldist.model import YamlError, load_yaml
-
-    from amldist.model.files import read_text
-
     text = read_text(includes)
     try:
         data = load_yaml(text).data

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sys
 
+from amldist.errors import UserError  # loaded by cli.main already
+
 _COLUMNS = ("name", "gpus", "gpu", "gpu mem", "ib", "vcpus", "caveats")
 
 
@@ -51,8 +53,7 @@ def format_table(sizes) -> str:
 
 
 def run(args) -> int:
-    from amldist.rules import vm_sizes
-    from amldist.errors import UserError
+    from amldist.rules import vm_sizes  # here: every sub-command module is imported to build the parser
 
     if args.names:
         sizes = []

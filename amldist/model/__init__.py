@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from amldist.errors import UserError
+from amldist.model.files import read_text
 from amldist.model.kinds import NOT_A_SPEC, NOT_A_SPEC_HINT, detect_kind
 from amldist.model.yamlio import YamlDocument, YamlError, dump_yaml, load_yaml
 
@@ -75,8 +76,6 @@ def read_document(path) -> tuple[str, YamlDocument]:
     Only a regular file is read (a FIFO, a device, ``/dev/zero`` behind a link are refused by
     name, see ``amldist.model.files``); a byte-order mark is dropped, as ``validate`` does.
     """
-    from amldist.model.files import read_text
-
     path = os.fspath(path)
     text = read_text(path)  # only a regular file, at most MAX_SPEC_BYTES: a FileProblem (UserError) otherwise
     return text, parse_document(text, file=path)

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
+from amldist.errors import UserError
+from amldist.model.files import write_atomic
 from amldist.model.kinds import distribution_kind
 from amldist.model.yamlio import dump_yaml
 
@@ -123,13 +125,9 @@ class Spec(_Part):
 
     def save(self, path, *, overwrite: bool = False) -> str:
         """Write the YAML to ``path``; an existing file is kept unless ``overwrite``."""
-        from amldist.errors import UserError
-
         path = os.fspath(path)
         if os.path.exists(path) and not overwrite:
             raise UserError(f"{path} already exists", hint="pass overwrite=True (or --force) to replace it")
-        from amldist.model.files import write_atomic
-
         return write_atomic(path, self.to_yaml())  # never leaves a half-written spec behind
 
 

@@ -23,6 +23,9 @@ from __future__ import annotations
 import os
 import shutil
 
+from amldist import __version__
+from amldist.runtime import bundle_files
+
 RUNS_DIR = ".amldist"  # local run folders: <cwd>/.amldist/runs/<job-name>
 
 
@@ -34,13 +37,10 @@ def has_own_amldist(folder: str) -> bool:
 def shim_files() -> dict[str, str | bytes]:
     """What the shim adds to a snapshot: relative ``/``-separated path -> the source file to copy,
     or the bytes to write (the minimal ``amldist/__init__.py``)."""
-    import amldist
-    from amldist.runtime import bundle_files
-
     files: dict[str, str | bytes] = dict(bundle_files())
     files["amldist/__init__.py"] = (
         '"""amldist runtime shim, added to the job\'s code snapshot by amldist submit."""\n\n'
-        f"__version__ = {amldist.__version__!r}\n"
+        f"__version__ = {__version__!r}\n"
     ).encode()
     return files
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from amldist.diagnostics import ERROR, Diagnostic
+from amldist.model.files import FileProblem, read_text as read_regular
 from amldist.model.yamlio import YamlError, load_yaml
 
 
@@ -50,10 +51,8 @@ def cached_document(path: str):
 def file_text(path: str):
     """(text, None) or (None, Diagnostic) for a file that cannot be read as UTF-8.
 
-    ``spec.files.read_text`` reads it: only a regular file, of a bounded size.
+    ``amldist.model.files.read_text`` reads it: only a regular file, of a bounded size.
     """
-    from amldist.model.files import FileProblem, read_text as read_regular
-
     try:
         return read_regular(path), None
     except FileProblem as exc:
