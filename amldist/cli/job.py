@@ -152,7 +152,9 @@ def _print_json(data) -> None:
 
 
 def _table(rows: list[dict], columns: tuple[str, ...]) -> str:
-    cells = [[str(c) for c in columns]] + [["-" if r.get(c) is None else str(r.get(c)) for c in columns]
+    from amldist.diagnostics import escape_text  # names come from files: no terminal escapes reach the screen
+
+    cells = [[str(c) for c in columns]] + [["-" if r.get(c) is None else escape_text(str(r.get(c))) for c in columns]
                                            for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells)
@@ -177,7 +179,12 @@ def _list(backend, args, name) -> int:
 
 def _show(backend, args, name) -> int:
     record = backend.show(name)
-    _print_json(record.to_json()) if args.format == "json" else print(backend.show_text(record))
+    if args.format == "json":
+        _print_json(record.to_json())
+    else:
+        from amldist.diagnostics import escape_text
+
+        print("\n".join(escape_text(line) for line in backend.show_text(record).splitlines()))
     return 0
 
 
@@ -188,7 +195,9 @@ def _logs(backend, args, name) -> int:
 
 def _cancel(backend, args, name) -> int:
     record = backend.cancel(name, wait=not args.no_wait)
-    print(f"job {name}: {record.status}" + (" (cancel requested)" if args.no_wait else ""))
+    from amldist.diagnostics import escape_text
+
+    print(f"job {escape_text(name)}: {record.status}" + (" (cancel requested)" if args.no_wait else ""))
     return 0
 
 

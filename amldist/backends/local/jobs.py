@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import sys
 import time
 
@@ -221,8 +222,26 @@ def _copy_logs(run: JobRecord, target: str) -> list[str]:
 
 def _copy(source: str, target: str) -> None:
     """A folder's tree (links copied as links, never followed), or a file into ``target``."""
-    if os.path.isdir(source) and not os.path.islink(source):
-        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
-    else:
-        os.makedirs(target, exist_ok=True)
-        shutil.copy2(source, target, follow_symlinks=False)
+    try:
+        if os.path.isdir(source) and not os.path.islink(source):
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=_special_files)
+        elif _special_files(os.path.dirname(source), [os.path.basename(source)]) == set():
+            os.makedirs(target, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+    except (OSError, shutil.Error) as exc:
+        detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
+        raise UserError(f"cannot copy {os.path.relpath(source)} to {os.path.relpath(target)}: {detail}",
+                        exit_code=1) from None
+
+
+def _special_files(folder: str, names) -> set[str]:
+    """FIFOs, devices and sockets among ``names``: never copied (reading one blocks or never ends)."""
+    skipped = set()
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.add(name)
+    return skipped

@@ -8,6 +8,8 @@ is printed once. Logs are read in chunks, never whole.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import time
 
@@ -72,6 +74,19 @@ def logs(run_root: str, name: str, *, step: str | None = None, rank: int | None 
         run = get_run(run_root, name)
 
 
+def _open_regular(path: str):
+    """``path`` opened for reading if it is a regular file; None for anything else (a FIFO planted where a log
+    should be would block a plain open, a device would never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
 class _Reader:
     """Where each log was read to, so that every line is printed once."""
 
@@ -83,9 +98,8 @@ class _Reader:
         """Write the lines of ``path`` after its offset (complete lines only unless ``whole``)."""
         prefix = f"[{label}] " if label else ""
         offset = self.offsets.get(path, 0)
-        try:
-            fh = open(path, "rb")
-        except OSError:
+        fh = _open_regular(path)
+        if fh is None:
             return
         with fh:
             fh.seek(offset)

@@ -211,3 +211,29 @@ def test_the_one_stat_parser_reads_a_name_with_parentheses(tmp_path):
         child.kill()
         child.wait()
     assert proc.start_time(child.pid) is None
+
+
+def test_a_fifo_where_a_log_or_output_file_should_be_never_blocks(tmp_path):
+    root = tmp_path / ".amldist" / "runs"
+    run_dir = root / "odd"
+    (run_dir / "user_logs").mkdir(parents=True)
+    (run_dir / "outputs" / "o").mkdir(parents=True)
+    os.mkfifo(run_dir / "user_logs" / "std_log.txt")
+    os.mkfifo(run_dir / "outputs" / "o" / "pipe")
+    (run_dir / "outputs" / "o" / "real.txt").write_text("data\n")
+    os.symlink("/dev/zero", run_dir / "outputs" / "o" / "zero")
+    run_state.write_atomically(str(run_dir / "status.json"), {
+        "name": "odd\x1b[31m", "kind": "job", "status": "Completed", "logs": "user_logs",
+        "ranks": [{"label": "process", "log": "user_logs/std_log.txt", "exit_code": 0}],
+        "outputs": {"o": {"path": "outputs/o", "type": "uri_folder"}}})
+    started = time.monotonic()
+    logs = amldist_cli(tmp_path, "job", "logs", "odd", timeout=20)
+    assert logs.returncode == 0 and logs.stdout == ""
+    got = amldist_cli(tmp_path, "job", "download", "odd", "--all", "-o", "dl", timeout=20)
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "dl" / "named-outputs" / "o" / "real.txt").read_text() == "data\n"
+    assert not (tmp_path / "dl" / "named-outputs" / "o" / "pipe").exists()
+    assert os.readlink(tmp_path / "dl" / "named-outputs" / "o" / "zero") == "/dev/zero"  # a link, copied as one
+    listed = amldist_cli(tmp_path, "job", "list", timeout=20)
+    assert "odd\\x1b[31m" in listed.stdout and "\x1b" not in listed.stdout  # escaped, not sent to the terminal
+    assert time.monotonic() - started < 15
