@@ -354,3 +354,36 @@ def test_every_layer_gives_processes_per_node_to_pytorch_and_mpi_only(cli, tmp_p
         ran = False
         assert exc.hint == process_counts.HINT
     assert ran == takes, "component_to_job"
+
+
+# ---- one bad component in a pipeline: validate, --local and the Azure dry run (H2, issue 15) ----------
+
+BAD_COMPONENT = f"""\
+$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json
+type: command
+name: train
+version: 1
+command: python -c "print(1)"
+environment: {ENV}
+distribution:
+  type: pytorch
+  process_count_per_instance: 0
+"""
+
+
+def test_a_bad_component_gets_the_same_diagnostic_from_validate_local_and_azure(tmp_path, monkeypatch, cli):
+    (tmp_path / "comp.yml").write_text(BAD_COMPONENT)
+    (tmp_path / "pipe.yml").write_text("type: pipeline\njobs:\n  train:\n    type: command\n"
+                                       "    component: ./comp.yml\n")
+    monkeypatch.chdir(tmp_path)
+    for name in ("AZUREML_ARM_SUBSCRIPTION", "AZUREML_ARM_RESOURCEGROUP", "AZUREML_ARM_WORKSPACE_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    wanted = "comp.yml:9:3: error out-of-range: distribution.process_count_per_instance: must be >= 1, got 0"
+    seen = {}
+    for label, argv in (("validate", ("validate", "pipe.yml")),
+                        ("local", ("submit", "pipe.yml", "--local", "--dry-run")),
+                        ("azure", ("submit", "pipe.yml", "--dry-run"))):
+        code, out, err = cli(*argv)
+        seen[label] = (code, [line for line in (out + err).splitlines() if "comp.yml:" in line])
+    assert all(code == 1 for code, _ in seen.values()), seen
+    assert all(lines and lines[0].startswith(wanted) for _, lines in seen.values()), seen

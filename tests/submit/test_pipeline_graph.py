@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from amldist.errors import UserError
+from amldist.rules.pipeline_graph import PipelineTooLarge
+from amldist.submit.prepare import SpecInvalid
 from amldist.submit.pipeline import OutputRef, resolve
 from amldist.submit.prepare import prepare
 from tests.submit.pipeline_project import make_pipeline_project
@@ -81,3 +83,95 @@ def test_count_options_are_refused_for_a_pipeline(tmp_path):
     with pytest.raises(UserError, match="is a pipeline") as caught:
         prepare(str(project / "pipeline.yml"), instance_count=1)
     assert "--set jobs.<step>.resources.instance_count" in caught.value.hint
+
+
+# ---- nesting: bounds, names, top-level component (issue 15 point 1, issue 17 points 2 and 4) ---------
+
+def fan_out(folder, levels: int = 7, width: int = 4) -> str:
+    """Pipeline components each using the next one ``width`` times: about 1.6 KB naming width**levels steps."""
+    for level in range(levels):
+        steps = "".join(f"  s{i}:\n    type: pipeline\n    component: ./l{level + 1}.yml\n" for i in range(width))
+        (folder / f"l{level}.yml").write_text(f"type: pipeline\nname: l{level}\nversion: '1'\njobs:\n{steps}")
+    (folder / f"l{levels}.yml").write_text("type: pipeline\nname: leaf\nversion: '1'\njobs:\n  run:\n"
+                                           f"    command: echo hi\n    environment: {ENV}\n")
+    (folder / "pipeline.yml").write_text("type: pipeline\njobs:\n  top:\n    type: pipeline\n"
+                                         "    component: ./l0.yml\n")
+    return str(folder / "pipeline.yml")
+
+
+ENV = "azureml:AzureML-sklearn-1.0-ubuntu20.04-py38-cpu@latest"
+
+
+def test_a_fan_out_of_nested_components_is_one_error_line_within_seconds(tmp_path):
+    import time
+
+    from amldist.validate import validate_file
+
+    pipeline = fan_out(tmp_path)
+    assert sum(p.stat().st_size for p in tmp_path.iterdir()) < 2000
+    start = time.monotonic()
+    with pytest.raises(SpecInvalid) as refused:
+        prepare(pipeline)
+    (error,) = refused.value.diagnostics
+    assert error.code == "too-many-steps" and "more than 1000 steps" in error.message and "\n" not in error.message
+    assert [d.code for d in validate_file(pipeline) if d.severity == "error"] == ["too-many-steps"]
+    with pytest.raises(PipelineTooLarge):  # the graph itself never expands past the bound
+        resolve({"jobs": {"top": {"type": "pipeline", "component": "./l0.yml"}}}, str(tmp_path), pipeline)
+    assert time.monotonic() - start < 10
+
+
+def test_a_component_that_includes_itself_is_refused_by_name(tmp_path):
+    from amldist.validate import validate_file
+
+    (tmp_path / "me.yml").write_text("type: pipeline\nname: me\nversion: '1'\njobs:\n  again:\n"
+                                     "    type: pipeline\n    component: ./me.yml\n")
+    (tmp_path / "pipeline.yml").write_text("type: pipeline\njobs:\n  a:\n    type: pipeline\n    component: ./me.yml\n")
+    assert "nested-too-deep" in {d.code for d in validate_file(tmp_path / "pipeline.yml")}
+    with pytest.raises(SpecInvalid) as refused:
+        prepare(str(tmp_path / "pipeline.yml"))
+    assert "nested more than 10 deep" in refused.value.diagnostics[0].message
+
+
+def test_a_nested_components_step_names_are_validated_at_validate_and_at_submit(tmp_path):
+    from amldist.submit.prepare import SpecInvalid
+    from amldist.validate import validate_file
+
+    (tmp_path / "sub.yml").write_text("type: pipeline\nname: sub\nversion: '1'\njobs:\n  ../../x:\n"
+                                      f"    command: echo escaped\n    environment: {ENV}\n")
+    (tmp_path / "pipeline.yml").write_text("type: pipeline\njobs:\n  a:\n    type: pipeline\n    component: ./sub.yml\n")
+    found = [(d.file.endswith("sub.yml"), d.line) for d in validate_file(tmp_path / "pipeline.yml")
+             if d.severity == "error"]
+    assert found == [(True, 5)]  # at the component's own file and line
+    with pytest.raises(SpecInvalid) as refused:
+        prepare(str(tmp_path / "pipeline.yml"))
+    assert [d.file.endswith("sub.yml") for d in refused.value.diagnostics if d.severity == "error"] == [True]
+
+
+def test_a_pipeline_job_from_a_top_level_component_runs_its_steps(tmp_path):
+    (tmp_path / "pc.yml").write_text(
+        "type: pipeline\nname: pc\nversion: '1'\ninputs:\n  word: {type: string, default: hello}\n"
+        "  n: {type: integer, default: 1}\noutputs:\n  out: {type: uri_folder}\njobs:\n"
+        f"  say:\n    command: echo ${{{{inputs.w}}}} > ${{{{outputs.o}}}}/x\n    environment: {ENV}\n"
+        "    inputs: {w: '${{parent.inputs.word}}'}\n    outputs: {o: '${{parent.outputs.out}}'}\n")
+    (tmp_path / "job.yml").write_text("type: pipeline\ncomponent: ./pc.yml\ninputs:\n  word: bye\n")
+    graph = prepare(str(tmp_path / "job.yml")).graph
+    assert graph.order == ["say"] and graph.node("say").inputs == {"w": "bye"}
+    assert graph.outputs == {"out": OutputRef("say", "o")} and graph.local_problem is None
+
+
+def test_steps_only_azure_runs_are_refused_locally_one_line_each_with_what_to_pass(tmp_path):
+    from amldist.backends.local.pipeline_run import refuse_what_cannot_run_here
+
+    (tmp_path / "pipeline.yml").write_text(
+        "type: pipeline\ninputs:\n  data: {type: uri_folder, path: azureml:raw@latest}\njobs:\n"
+        "  reg:\n    type: pipeline\n    component: azureml://registries/r/components/sub/versions/1\n"
+        "  sp:\n    type: spark\n    component: azureml:spark_thing:1\n"
+        f"  use:\n    command: ls ${{{{inputs.d}}}}\n    environment: {ENV}\n"
+        "    inputs: {d: '${{parent.inputs.data}}'}\n")
+    prepared = prepare(str(tmp_path / "pipeline.yml"))
+    with pytest.raises(UserError) as refused:
+        refuse_what_cannot_run_here(prepared)
+    lines = str(refused.value).splitlines()[1:]
+    assert [line.split(":")[0].strip() for line in lines] == ["step reg", "step sp", "step use"]
+    assert "registered in a workspace" in lines[0] and "registered in a workspace" in lines[1]
+    assert "--input data=./local/copy" in lines[2]

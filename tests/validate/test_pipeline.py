@@ -241,3 +241,22 @@ def test_malformed_inputs_and_outputs_sections_are_reported_once(tmp_path):
               data: azureml:d@latest
         """, component=COMPONENT.replace("inputs:\n  data:\n    type: uri_folder\n", "inputs: [data]\n"))
     assert [(d.file.endswith("components/train.yml"), d.code, d.line) for d in diags] == [(True, "wrong-type", 5)]
+
+
+def test_an_input_a_pipeline_steps_component_does_not_declare_is_reported_again(tmp_path):
+    sub = "type: pipeline\nname: sub\nversion: '1'\ninputs:\n  raw: {type: uri_folder}\njobs:\n" \
+          "  run:\n    command: ls ${{inputs.r}}\n    environment: azureml:env:1\n" \
+          "    inputs: {r: '${{parent.inputs.raw}}'}\n"
+    diags = write(tmp_path, """\
+        type: pipeline
+        jobs:
+          inner:
+            type: pipeline
+            component: ./components/train.yml
+            inputs:
+              raw: azureml:raw@latest
+              rwa: 1
+        """, component=sub)
+    # a warning: azure-ai-ml 1.35.2 accepts the pipeline, and the value then reaches no step
+    assert summary(diags) == [("unknown-input", "warning", "jobs.inner.inputs.rwa", 8)]
+    assert "did you mean 'raw'?" in diags[0].hint

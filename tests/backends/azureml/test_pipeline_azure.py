@@ -62,3 +62,30 @@ def test_pipeline_dry_run_shows_the_rest_body_and_the_runtime_steps(fake_pipelin
     body = shown["request"]["body"]["properties"]
     assert body["jobs"]["train"]["resources"]["instance_count"] == 1
     assert fake_pipeline_azure.requests == []  # a dry run sends nothing
+
+
+def test_registered_nested_pipelines_and_top_level_components_are_sent_as_written(clean_env, no_network, cli,
+                                                                                 tmp_path):
+    env = "azureml:AzureML-sklearn-1.0-ubuntu20.04-py38-cpu@latest"
+    (tmp_path / "pipeline.yml").write_text(
+        "type: pipeline\nname: nested_registered\njobs:\n"
+        "  inner:\n    type: pipeline\n    component: azureml://registries/r/components/prep/versions/1\n"
+        "    inputs: {n: 3}\n"
+        "  other:\n    type: pipeline\n    component: azureml:my_pipeline:2\n")
+    code, out, err = cli("submit", str(tmp_path / "pipeline.yml"), "--dry-run")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["request"]["job"] == "nested_registered"
+    jobs = shown["request"]["body"]["properties"]["jobs"]
+    assert jobs["inner"]["componentId"] == "azureml://registries/r/components/prep/versions/1"
+    assert jobs["other"]["componentId"] == "my_pipeline:2"
+    (tmp_path / "pc.yml").write_text(
+        "type: pipeline\nname: pc\nversion: '1'\ninputs:\n  word: {type: string, default: hi}\njobs:\n"
+        f"  say:\n    command: echo ${{{{inputs.w}}}}\n    environment: {env}\n"
+        "    inputs: {w: '${{parent.inputs.word}}'}\n")
+    (tmp_path / "job.yml").write_text("type: pipeline\ncomponent: ./pc.yml\ninputs:\n  word: bye\n")
+    code, out, err = cli("submit", str(tmp_path / "job.yml"), "--dry-run")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["request"]["job"]  # the generated name the submission will use
+    assert shown["request"]["body"]["properties"]["inputs"]["word"]["value"] == "bye"
