@@ -21,7 +21,7 @@ import sys
 
 from amldist.diagnostics import ERROR, NOTE, Diagnostic
 from amldist.errors import UserError
-from amldist.validate.discover import expand
+from amldist.validate.discover import expand, no_targets
 from amldist.validate.entry_points import validate_file, validate_text
 from amldist.validate.ignore_files import FileFilter, walked_root
 from amldist.validate.result import CheckResult, FileResult
@@ -55,7 +55,7 @@ def discover(targets, *, excludes=(), ignore_files: bool = True) -> list[tuple[s
     """(path, explicit) in target order, each file once; :data:`STDIN` stands for standard input."""
     targets = [os.fspath(target) for target in targets]
     if not targets:
-        expand([])  # its usage error
+        raise no_targets()
     if targets.count(STDIN) > 1:
         raise UserError("'-' (standard input) is given more than once", hint="standard input can be read once")
     keep = FileFilter(excludes, use_ignore_files=ignore_files)
@@ -66,7 +66,7 @@ def discover(targets, *, excludes=(), ignore_files: bool = True) -> list[tuple[s
             out.append((STDIN, True))
             continue
         root = walked_root(target)
-        for path, explicit in expand([target]):
+        for path, explicit in expand(target):
             key = os.path.normcase(os.path.abspath(path))
             if key in seen or (not explicit and keep.excluded(path, root)):
                 continue

@@ -7,7 +7,8 @@
 - a pattern with ``*``, ``?`` or ``[`` that names no existing path: expanded here
   (``**`` included) for shells that do not; matches count as found, not explicit,
   and a pattern matching nothing is a usage error, like a path that does not exist.
-Each file is validated once even when several arguments reach it.
+Each file is validated once even when several arguments reach it (:func:`amldist.validate.check`
+drops the repeats).
 
 Neither a folder walk nor ``**`` follows symlinked folders (a link to ``..``
 would make the walk endless: ``glob.glob`` takes exponential time on one). A
@@ -33,40 +34,25 @@ def _walk(folder: str):
     return found
 
 
-def expand(paths) -> list[tuple[str, bool]]:
-    """(path, explicit) for every file to validate; UserError (exit 2) for a path that is not there."""
-    if not paths:
-        raise UserError("no paths given", hint="amldist validate FILE_OR_FOLDER... (folders are searched for YAML)")
-    out: list[tuple[str, bool]] = []
-    seen: set = set()
+def no_targets() -> UserError:
+    return UserError("no paths given", hint="amldist validate FILE_OR_FOLDER... (folders are searched for YAML)")
 
-    def add(path, explicit):
-        key = os.path.normcase(os.path.abspath(path))
-        if key not in seen:
-            seen.add(key)
-            out.append((path, explicit))
 
-    for raw in paths:
-        path = os.fspath(raw)
-        if os.path.isdir(path):
-            for found in _walk(path):
-                add(found, False)
-        elif os.path.exists(path):
-            add(path, True)
-        elif any(ch in path for ch in "*?["):
-            matches = sorted(m for m in _glob(path) if os.path.isdir(m) or m.lower().endswith(SUFFIXES))
-            if not matches:
-                raise UserError(f"no YAML file or folder matches {path}",
-                                hint="check the pattern; quote it so the shell leaves it alone")
-            for match in matches:
-                if os.path.isdir(match):
-                    for found in _walk(match):
-                        add(found, False)
-                elif match.lower().endswith(SUFFIXES):
-                    add(match, False)
-        else:
-            raise UserError(f"{path} does not exist", hint="pass YAML files or folders that contain them")
-    return out
+def expand(target: str) -> list[tuple[str, bool]]:
+    """(path, explicit) for every file ``target`` reaches, repeats included; UserError (exit 2) for a
+    path that is not there or a pattern that matches nothing."""
+    if os.path.isdir(target):
+        return [(found, False) for found in _walk(target)]
+    if os.path.exists(target):
+        return [(target, True)]
+    if not any(ch in target for ch in "*?["):
+        raise UserError(f"{target} does not exist", hint="pass YAML files or folders that contain them")
+    matches = sorted(m for m in _glob(target) if os.path.isdir(m) or m.lower().endswith(SUFFIXES))
+    if not matches:
+        raise UserError(f"no YAML file or folder matches {target}",
+                        hint="check the pattern; quote it so the shell leaves it alone")
+    return [(found, False) for match in matches
+            for found in (_walk(match) if os.path.isdir(match) else [match])]
 
 
 def _glob(pattern: str) -> list[str]:
