@@ -29,7 +29,7 @@ from amldist.errors import UserError
 
 MAX_STATE_BYTES = 4 * 1024 * 1024  # a 1,000-rank job's status.json is about 200 KB
 _TEXT, _INT, _NUM = (str,), (int,), (int, float)
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}\Z")  # \Z: "$" would let a final newline in
 
 
 class StateError(UserError):
