@@ -55,7 +55,9 @@ class LocalJobPlan(Plan):
         return describe(self.local)
 
     def to_json(self) -> dict:
-        return mask_tree({"backend": "local", "kind": "job", **dataclasses.asdict(self.local)})
+        data = dataclasses.asdict(self.local)
+        data["distribution"] = data.pop("kind")  # "kind" is job|pipeline in every plan and record
+        return mask_tree({"backend": "local", "kind": "job", **data})
 
 
 @dataclass(frozen=True)
