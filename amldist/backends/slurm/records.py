@@ -23,6 +23,7 @@ from amldist.backends.slurm import commands
 from amldist.errors import UserError
 
 META = "slurm.json"
+STOPPED = (128 + 15, 128 + 9)  # how a task stopped by srun after another one failed exits
 
 
 def read_text(path: str) -> str | None:
@@ -79,10 +80,11 @@ def status_of(meta: dict, run_dir: str) -> tuple[str, str | None, str | None]:
 
 
 def failure(meta: dict, run_dir: str, step_code: str | None) -> str:
-    """Which rank failed, with its exit code and log (the first, by rank, that exited non-zero)."""
-    bad = sorted((r, c) for r, c in rank_exits(run_dir).items() if c != 0)
+    """Which rank failed, with its exit code and log: the first by rank that exited non-zero on its own,
+    before those that the step's end stopped (SIGTERM, SIGKILL: 143, 137)."""
+    bad = sorted(((c in STOPPED, r), c) for r, c in rank_exits(run_dir).items() if c != 0)
     if bad:
-        rank, code = bad[0]
+        (_, rank), code = bad[0]
         label = "node" if meta.get("launch") == "single" else "rank"
         return f"{label} {rank} of job {meta['name']} exited with code {code}; see its log in {run_dir}/user_logs"
     return f"the job step exited with code {step_code}" if step_code else "the job failed"

@@ -15,9 +15,10 @@ Slurm's own variables inside the allocation:
   what Azure ML runs;
 - no distribution: the command once per node.
 
-Every task drops Slurm's own variables (SLURM_*, SLURMD_*) before the command starts, so a script
-sees on Slurm what it sees on Azure ML; amldist.runtime then forms its world from the Azure
-variables. GPUs: ``--gpus-per-node`` = the GPUs of ``resources.instance_type`` when it names a GPU
+Every task drops Slurm's own variables (SLURM_*, SLURMD_*, SRUN_*) before the command starts, so a
+script sees on Slurm what it sees on Azure ML; amldist.runtime then forms its world from the Azure
+variables. What any machine's environment has stays: HOSTNAME (the node's name) and TMPDIR (which
+slurmd sets when the submitting shell had none). GPUs: ``--gpus-per-node`` = the GPUs of ``resources.instance_type`` when it names a GPU
 size, and every process of a node sees all of them, as on Azure (``cuda:LOCAL_RANK`` picks one;
 per-task binding would hide the others and break that).
 
@@ -36,7 +37,7 @@ from amldist.backends.local.launchers import process_log_name, rank_digits
 
 PORT_PICKER = 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 # Variables Slurm sets in a task that Azure ML's processes do not have (ENVIRONMENT=BATCH is sbatch's).
-DROP_SLURM = "unset $(compgen -e | grep -E '^(SLURM_|SLURMD_)'); [ \"${ENVIRONMENT:-}\" = BATCH ] && unset ENVIRONMENT"
+DROP_SLURM = "unset $(compgen -e | grep -E '^(SLURM_|SLURMD_|SRUN_)'); [ \"${ENVIRONMENT:-}\" = BATCH ] && unset ENVIRONMENT"
 
 
 def time_limit(seconds: int) -> str:
@@ -88,8 +89,13 @@ def task_script(kind: str, command: str, nodes: int, world: int) -> str:
         rank_variables(kind, nodes),
         DROP_SLURM,
         'cd "$run"/code || exit 1',
-        f"bash -c {shlex.quote(command)}",
-        "code=$?",
+        # its own process group: what the command leaves behind goes with it, as with Azure ML's container
+        f"setsid bash -c {shlex.quote(command)} &",
+        'pid=$!',
+        """trap 'kill -TERM -- -"$pid" 2>/dev/null' TERM INT""",
+        'wait "$pid"; code=$?',
+        'kill -0 "$pid" 2>/dev/null && { wait "$pid"; code=$?; }',
+        'kill -KILL -- -"$pid" 2>/dev/null',
         'echo "$code" > "$run"/state/rank_"$rank".exit',
         'exit "$code"',
     ])

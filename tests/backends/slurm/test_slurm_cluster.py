@@ -1,0 +1,176 @@
+"""The Slurm backend end to end on a real two-node Slurm cluster (munge, slurmctld, two slurmd on this host).
+
+Every job goes through ``amldist submit --slurm`` and ``amldist job ...`` in-process, to the real
+``sbatch``/``squeue``/``scontrol``/``scancel``; the ranks are real processes started by ``srun`` or
+Open MPI's ``mpirun`` inside the allocation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from amldist.backends import get_backend
+
+from tests.backends.local.helpers import SAMPLES, recorded_pids, survivors, wait_for_pid_files, worker_job
+
+JOB_TIMEOUT = 300  # seconds: the machine is shared; a 2 x 2 DDP job takes well under a minute alone
+
+
+def wait_ended(name: str, timeout: float = JOB_TIMEOUT):
+    backend = get_backend("slurm")
+    deadline = time.monotonic() + timeout
+    while True:
+        record = backend.show(name)
+        if record.ended:
+            return record
+        assert time.monotonic() < deadline, f"job {name} still {record.status} after {timeout} s"
+        time.sleep(0.5)
+
+
+def queue_empty(timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed(on_cluster, cli, tmp_path):
+    code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm", "-n", "ddp")
+    assert code == 0, err
+    record = wait_ended("ddp")
+    code, out, _err = cli("job", "show", "ddp")
+    assert code == 0 and "status: Completed" in out, (out, record)
+    run = tmp_path / ".amldist" / "slurm" / "ddp"
+    assert sorted(p.name for p in (run / "user_logs").iterdir()) == [f"std_log_process_0{r}.txt" for r in range(4)]
+    assert "parameters in sync across 4 ranks: True" in (run / "user_logs" / "std_log_process_00.txt").read_text()
+    assert any((run / "outputs" / "model").iterdir())
+
+
+def env_dumps(pid_dir: Path) -> dict[int, dict]:
+    return {int(f.name.split(".")[0]): json.loads(f.read_text())["env"] for f in pid_dir.glob("*.env.json")}
+
+
+IGNORED = {
+    "MASTER_ADDR", "MASTER_PORT", "HOSTNAME",  # addresses and ports: the nodes' own
+    "TMPDIR",  # slurmd sets it on a node when the submitting shell had none, as a machine's login does
+    "AMLDIST_RUN_MARKER",  # the local backend's own bookkeeping (how `job cancel` finds its processes)
+    "PWD", "OLDPWD", "SHLVL", "_",  # bash's own
+}
+
+
+def added(env: dict, run_dir: str) -> dict:
+    """What a rank sees beyond the test's own environment, run folders and ports normalised."""
+    base = os.environ
+    return {k: v.replace(run_dir, "<run>") for k, v in env.items()
+            if (k not in base or base[k] != v) and k not in IGNORED}
+
+
+def test_a_held_out_jobs_ranks_see_the_same_variables_as_locally(on_cluster, cli, tmp_path):
+    job = worker_job(tmp_path, mode="env", nodes=2, per_node=2)
+    assert cli("submit", str(job), "--slurm", "-n", "held")[0] == 0
+    assert wait_ended("held").status == "Completed"
+    on_slurm = env_dumps(tmp_path / "pids")
+    for f in (tmp_path / "pids").glob("*.env.json"):
+        f.unlink()
+    code, _out, err = cli("submit", str(job), "--local", "-n", "held")
+    assert code == 0, err
+    here = env_dumps(tmp_path / "pids")
+    assert sorted(on_slurm) == sorted(here) == [0, 1, 2, 3]
+    for rank in here:
+        slurm_vars = added(on_slurm[rank], str(tmp_path / ".amldist" / "slurm" / "held"))
+        local_vars = added(here[rank], str(tmp_path / ".amldist" / "runs" / "held"))
+        assert slurm_vars == local_vars
+        assert slurm_vars["RANK"] == str(rank) and slurm_vars["NODE_RANK"] == str(rank // 2)
+
+
+def test_an_mpi_job_is_one_world_of_four_across_the_nodes(on_cluster, cli, tmp_path, monkeypatch):
+    pytest.importorskip("mpi4py")
+    # both slurmd run on this one host: Open MPI's shared-memory transport and its hierarchical collectives
+    # would take the two nodes for one (see amldist.backends.local.launchers.mpirun_node_args)
+    monkeypatch.setenv("OMPI_MCA_btl", "tcp,self")
+    monkeypatch.setenv("OMPI_MCA_coll", "^han")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "probe.py").write_text(textwrap.dedent("""
+        import json, os
+        from mpi4py import MPI
+        c = MPI.COMM_WORLD
+        e = os.environ
+        print(json.dumps([c.Get_rank(), c.Get_size(), c.allreduce(1), e["OMPI_COMM_WORLD_LOCAL_RANK"],
+                          e["AZ_BATCH_MASTER_NODE"], "RANK" in e or "SLURM_PROCID" in e]))
+        """))
+    (tmp_path / "job.yml").write_text(textwrap.dedent("""\
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        type: command
+        code: src
+        command: python probe.py
+        environment: azureml:AzureML-sklearn-1.5@latest
+        distribution: {type: mpi, process_count_per_instance: 2}
+        resources: {instance_count: 2}
+        """))
+    assert cli("submit", str(tmp_path / "job.yml"), "--slurm", "-n", "mpi")[0] == 0
+    assert wait_ended("mpi").status == "Completed"
+    logs = tmp_path / ".amldist" / "slurm" / "mpi" / "user_logs"
+    seen = [json.loads((logs / f"std_log_process_0{r}.txt").read_text().strip().splitlines()[-1]) for r in range(4)]
+    assert [s[:4] for s in seen] == [[r, 4, 4, str(r % 2)] for r in range(4)]
+    assert all(s[4].count(":") == 1 and s[5] is False for s in seen)
+
+
+def test_a_failing_rank_fails_the_job_naming_the_rank(on_cluster, cli, tmp_path):
+    job = worker_job(tmp_path, mode="fail", nodes=2, per_node=2, fail_rank=2)
+    assert cli("submit", str(job), "--slurm", "-n", "bad")[0] == 0
+    record = wait_ended("bad")
+    assert record.status == "Failed"
+    assert "rank 2 of job bad exited with code 3" in record.error
+    code, out, _err = cli("job", "show", "bad")
+    assert "status: Failed" in out and "rank 2" in out
+    assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []  # srun stopped the others
+    assert queue_empty()
+
+
+def test_job_cancel_stops_every_task(on_cluster, cli, tmp_path):
+    job = worker_job(tmp_path, mode="hang", nodes=2, per_node=2)
+    assert cli("submit", str(job), "--slurm", "-n", "long")[0] == 0
+    wait_for_pid_files(tmp_path / "pids", 4, timeout=JOB_TIMEOUT)
+    code, out, _err = cli("job", "cancel", "long")
+    assert code == 0 and "Canceled" in out
+    assert get_backend("slurm").show("long").stopped_by == "amldist job cancel"
+    assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []  # ranks and their children
+    assert queue_empty()
+
+
+def test_scancel_from_outside_is_canceled_in_azure_words(on_cluster, cli, tmp_path):
+    job = worker_job(tmp_path, mode="hang", nodes=1, per_node=1)
+    assert cli("submit", str(job), "--slurm", "-n", "outside")[0] == 0
+    wait_for_pid_files(tmp_path / "pids", 1, timeout=JOB_TIMEOUT)
+    job_id = get_backend("slurm").show("outside").details["slurm_job_id"]
+    subprocess.run(["scancel", job_id], check=True)
+    record = wait_ended("outside", timeout=60)
+    assert (record.status, record.stopped_by) == ("Canceled", "scancel")
+    assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []
+
+
+def test_an_unknown_partition_is_one_line_and_leaves_no_run(on_cluster, cli, tmp_path):
+    job = worker_job(tmp_path, mode="ok", per_node=1)
+    code, _out, err = cli("submit", str(job), "--slurm", "--partition", "nosuch", "-n", "nope")
+    assert code == 1
+    assert err.strip().splitlines()[0] == "error: Slurm refused the job: invalid partition specified: nosuch"
+    assert not (tmp_path / ".amldist" / "slurm" / "nope").exists()
+
+
+def test_no_sbatch_on_path_is_one_line(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # the interpreter is found through sys.executable
+    monkeypatch.chdir(tmp_path)
+    job = worker_job(tmp_path, mode="ok", per_node=1)
+    code, _out, err = cli("submit", str(job), "--slurm")
+    assert code == 2
+    assert err.splitlines()[0] == "error: sbatch was not found on PATH: --slurm needs Slurm's client programs on this machine"
+    assert not (tmp_path / ".amldist" / "slurm").exists()
