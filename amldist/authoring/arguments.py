@@ -14,7 +14,7 @@ from amldist.errors import UserError
 from amldist.model.kinds import is_data_type
 from amldist.rules import counts, shm_size as shm_size_rule
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would let a final newline in
 
 
 class BuilderError(UserError):

@@ -50,8 +50,8 @@ def _literal(name: str, port: dict, value):
     """A literal input value, coerced from text (the CLI passes strings) and range-checked."""
     kind = port.get("type")
     text = str(value).strip()
-    if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d+", text):
-        value = int(text)
+    if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d{1,300}", text):
+        value = int(text)  # 300 digits: Python refuses to read 4,301 (a crash), no count needs 300
     elif kind == "number" and not isinstance(value, bool) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
         value = float(text) if not isinstance(value, int) else value
     elif kind == "boolean" and text.lower() in ("true", "false"):
@@ -139,7 +139,7 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
     res.instance_type = instance_type or res.instance_type
     tags = dict(component.tags or {})
     tag_timeout = tags.pop(TIMEOUT_TAG, None)
-    timeout = count("timeout", timeout) or (int(tag_timeout) if str(tag_timeout).isdigit() else None)
+    timeout = count("timeout", timeout) or (int(tag_timeout) if str(tag_timeout).isdigit() and len(str(tag_timeout)) < 20 else None)
     env = component.environment
     if isinstance(env, dict):
         env = dict(env)

@@ -112,11 +112,13 @@ def is_known_secret(value) -> bool:
     return isinstance(value, str) and value in _known
 
 
-def shown(name, value) -> str:
-    """``repr(value)`` for a message, or ``***`` when ``name`` looks secret or the value is a known secret."""
+def shown(name, value, limit: int = 60) -> str:
+    """``repr(value)`` for a message (cut to ``limit`` characters), or ``***`` when ``name`` looks
+    secret or the value is a known secret."""
     if value not in (None, "") and (is_secret_name(name) or is_known_secret(value)):
         return MASK
-    return mask_text(repr(value))
+    text = mask_text(repr(value))
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
 def _url_user(match: re.Match) -> str:

@@ -129,8 +129,8 @@ _FAMILIES = frozenset(
 )
 # family, vcpus, -active vcpus, feature letters, _accelerator, _vN, _promo
 _NAME = re.compile(
-    r"^(?P<family>[a-z]{1,3}?)(?P<vcpus>\d+)(?:-(?P<active>\d+))?(?P<features>[a-z]*)"
-    r"(?:_(?P<accel>(?!v\d+(?:_|$))[a-z][a-z0-9]*))?(?:_v(?P<version>\d+))?(?P<promo>_promo)?$"
+    r"^(?P<family>[a-z]{1,3}?)(?P<vcpus>\d{1,5})(?:-(?P<active>\d{1,5}))?(?P<features>[a-z]*)"
+    r"(?:_(?P<accel>(?!v\d+(?:_|$))[a-z][a-z0-9]*))?(?:_v(?P<version>\d{1,4}))?(?P<promo>_promo)?$"
 )
 
 

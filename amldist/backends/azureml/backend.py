@@ -38,6 +38,7 @@ from amldist.backends.base import Backend, JobRecord, Options, Plan
 from amldist.errors import UserError
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import PreparedWork
+from amldist.rules.names import check_job_name
 
 
 
@@ -158,7 +159,7 @@ class AzureMLBackend(Backend):
                 cwd=self.cwd or os.getcwd()))
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         if options.name:
-            job.name = options.name
+            job.name = check_job_name(options.name)  # one folder name, one printable word (rules/names)
         try:
             workspace, problem = require_workspace(
                 os.environ if self.environ is None else self.environ, self.cwd or os.getcwd(),

@@ -35,6 +35,7 @@ from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT, recogn
 from amldist.rules import paths, pipeline_graph
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import SubmitOptions
+from amldist.rules.names import check_job_name
 
 
 @dataclass
@@ -122,7 +123,7 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
     data = prepared.job.to_dict()
     if options.name:
-        data["name"] = options.name
+        data["name"] = check_job_name(options.name)  # one printable word (rules/names)
     if not data.get("name"):
         # azure-ai-ml would generate it while sending; generated here, the dry run shows the name used
         from azure.ai.ml.entities._job.job_name_generator import generate_job_name

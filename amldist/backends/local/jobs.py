@@ -33,6 +33,7 @@ import time
 
 from amldist.backends.base import RUNNING, TERMINAL, JobRecord
 from amldist.backends.local import proc, run_state
+from amldist.backends.local.download import copy_tree
 from amldist.backends.local.records import StateError, read_record
 from amldist.backends.local.run_state import exit_code_text
 from amldist.errors import UserError
@@ -222,12 +223,8 @@ def _copy_logs(run: JobRecord, target: str) -> list[str]:
 
 def _copy(source: str, target: str) -> None:
     """A folder's tree (links copied as links, never followed), or a file into ``target``."""
-    try:
-        if os.path.isdir(source) and not os.path.islink(source):
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=_special_files)
-        elif _special_files(os.path.dirname(source), [os.path.basename(source)]) == set():
-            os.makedirs(target, exist_ok=True)
-            shutil.copy2(source, target, follow_symlinks=False)
+    try:  # never through a link already in the destination, every path checked inside it (local.download)
+        copy_tree(source, target)
     except (OSError, shutil.Error) as exc:
         detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
         raise UserError(f"cannot copy {os.path.relpath(source)} to {os.path.relpath(target)}: {detail}",

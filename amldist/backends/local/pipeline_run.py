@@ -42,6 +42,7 @@ from amldist.rules.secrets import mask_tree
 from amldist.model.yamlio import dump_yaml
 from amldist.submit.pipeline import OutputRef, PreparedPipeline
 from amldist.submit.prepared import Prepared, SubmitOptions
+from amldist.model.files import inside
 
 POLL_SECONDS = 0.05
 
@@ -90,7 +91,8 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
             raise UserError(f"{prepared.source}: step {node.name} reads {', '.join(missing)}, which no step writes")
         folder, leaf = os.path.split(node.name)
         job = node.to_job(places, name=leaf)
-        step_options = dataclasses.replace(options, name=leaf, run_root=os.path.join(run_dir, folder))
+        step_root = inside(run_dir, os.path.join(run_dir, folder))  # a step named ../../x stays in the pipeline's folder
+        step_options = dataclasses.replace(options, name=leaf, run_root=step_root)
         pending = {k for k, v in node.inputs.items() if isinstance(v, OutputRef)}
         step = plan(Prepared(job=job, source=f"{prepared.source} (step {node.name})", base_dir=node.base_dir),
                     step_options, environ=environ, pending_inputs=pending)

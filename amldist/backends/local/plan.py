@@ -48,7 +48,7 @@ from amldist.rules.secrets import mask_env, mask_text, mask_tree
 from amldist.model.yamlio import dump_yaml
 from amldist.submit.prepared import Prepared, SubmitOptions
 
-_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
+_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}\Z")  # \Z: "$" would let a final newline in
 FILE_OUTPUTS = {"uri_file"}
 MASKED_HEADER = "# secret values are masked (***): give them again (--set / --input) to run this file\n"
 
