@@ -21,7 +21,6 @@ _LAZY = {
     "validate_paths": "amldist.validate",
     "vm_sizes": "amldist.rules.vm_sizes",
     "run_local": "amldist.backends.submit",
-    "submit": "amldist.backends.submit",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -19,10 +19,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class SubmitOptions:
-    """Everything ``amldist submit`` parsed, independent of the backend.
+    """Everything ``amldist submit`` parsed, independent of the backend, in one mutable object.
 
-    Fields a backend does not use are ignored by it (the Azure backend ignores the
-    local ones and vice versa).
+    ``amldist submit`` and :func:`amldist.run_local` give a backend its own frozen options instead
+    (:class:`amldist.backends.local.backend.LocalOptions`, ``AzureOptions``, built by
+    ``Backend.options(args)``); they use the same field names, so a plan made from this object (as
+    tests and older callers do) is the same plan. Fields a backend does not use are ignored by it.
     """
 
     dry_run: bool = False
@@ -60,6 +62,8 @@ class Prepared(PreparedWork):
     source: str  # the YAML file it came from (as given on the command line)
     base_dir: str  # absolute folder that relative paths (code:, input paths) resolve against
     warnings: list = field(default_factory=list)  # validator Diagnostics of severity warning/note
+    # a component's additional_includes (amldist.rules.additional_includes.Include), added to its code snapshot
+    code_includes: tuple = ()
 
 
 PreparedJob = Prepared  # the name that says what it is beside PreparedPipeline
