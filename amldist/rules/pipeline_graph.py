@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 from amldist.errors import UserError
-from amldist.model.kinds import recognise
+from amldist.model.kinds import recognise, type_word
 from amldist.rules import paths
 
 MAX_DEPTH = 10
@@ -202,8 +202,7 @@ def _steps(jobs, base_dir: str, file: str, prefix: str, depth: int, counter: lis
 
 def _step(name: str, node: dict, base_dir: str, file: str, prefix: str) -> Step:
     kind = node.get("type", "command")
-    step = Step(name, prefix + name, node, kind.strip().lower() if isinstance(kind, str) else "command",
-                file, base_dir)
+    step = Step(name, prefix + name, node, type_word(kind) or "command", file, base_dir)
     ref = node.get("component")
     if isinstance(ref, dict):
         step.source = INLINE
@@ -247,4 +246,4 @@ def merge(base, over, key: str = ""):
 
 
 def _type(value):
-    return value.strip().lower() if isinstance(value, str) else value
+    return type_word(value) if isinstance(value, str) else value  # the one case folding (model.kinds)

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from amldist.errors import UserError
-from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT, recognise
+from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT, is_data_type, recognise
 from amldist.rules import paths
 from amldist.rules import pipeline_graph as graph
 from amldist.rules.pipeline_graph import pipeline_steps
-from amldist.submit.overrides import PATH_INPUT_TYPES, is_path_input
+from amldist.submit.overrides import is_path_input
 from amldist.submit.prepared import PreparedWork
 
 _RUNNABLE = (COMMAND_COMPONENT, DISTRIBUTED_COMPONENT)
@@ -349,7 +349,7 @@ def _input_value(value, base_dir: str):
     if isinstance(value, (OutputRef, _StepRef)):
         return value
     if isinstance(value, dict):
-        if is_path_input(value) or str(value.get("type", "")).lower() in PATH_INPUT_TYPES:
+        if is_path_input(value) or is_data_type(value.get("type")):
             out = dict(value)
             if isinstance(out.get("path"), str) and paths.is_local(out["path"]):
                 out["path"] = paths.local_path(out["path"], base_dir)

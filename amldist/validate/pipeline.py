@@ -31,7 +31,7 @@ import dataclasses
 import os
 
 from amldist.model.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
-                                 distribution_kind, recognise)
+                                 distribution_kind, recognise, type_word)
 from amldist.diagnostics import ERROR, WARNING
 from amldist.rules import pipeline_graph as graph
 from amldist.validate import command_rules, rules, templates
@@ -206,7 +206,7 @@ def _control_flow(ctx, name, node) -> None:
     the Python SDK (``azure.ai.ml.dsl.condition`` / ``do_while`` / ``parallel_for``).
     """
     node_type = node.get("type")
-    if isinstance(node_type, str) and node_type.strip().lower() in _CONTROL_FLOW:
+    if type_word(node_type) in _CONTROL_FLOW:
         ctx.emit(("jobs", name, "type"), ERROR, "control-flow-step",
                  f"jobs.{name}: a {node_type.strip()} step cannot be written in YAML; azure-ai-ml refuses it at load",
                  "build the condition or loop with the Python SDK (azure.ai.ml.dsl), or split the pipeline")
@@ -215,7 +215,7 @@ def _control_flow(ctx, name, node) -> None:
 def _inline_environment(ctx, name, node, default_environment) -> None:
     """An inline command step needs its own ``environment`` (see the module docstring)."""
     node_type = node.get("type")
-    if node_type is not None and not (isinstance(node_type, str) and node_type.strip().lower() == "command"):
+    if node_type is not None and type_word(node_type) != "command":
         return
     environment = node.get("environment")
     if environment is not None and environment != "" and environment != {}:
