@@ -178,6 +178,13 @@ def pipeline_steps(data: dict, base_dir: str, file: str) -> list[Step]:
     return _steps(data.get("jobs"), base_dir, file, "", 0, counter)
 
 
+def steps_of(jobs, base_dir: str | None, file: str) -> list[Step]:
+    """One level of steps, not expanded (what a pipeline's own rules check); with no ``base_dir``
+    (a spec read from standard input) local component files are not read."""
+    return [_step(str(name), node, base_dir, file, "") for name, node in
+            (jobs.items() if isinstance(jobs, dict) else ()) if isinstance(node, dict)]
+
+
 def _steps(jobs, base_dir: str, file: str, prefix: str, depth: int, counter: list) -> list[Step]:
     if depth > MAX_DEPTH:
         raise PipelineTooLarge(f"{file}: pipeline components nested more than {MAX_DEPTH} deep",
@@ -200,15 +207,17 @@ def _steps(jobs, base_dir: str, file: str, prefix: str, depth: int, counter: lis
     return out
 
 
-def _step(name: str, node: dict, base_dir: str, file: str, prefix: str) -> Step:
+def _step(name: str, node: dict, base_dir: str | None, file: str, prefix: str) -> Step:
     kind = node.get("type", "command")
-    step = Step(name, prefix + name, node, type_word(kind) or "command", file, base_dir)
+    step = Step(name, prefix + name, node, type_word(kind) or "command", file, base_dir or "")
     ref = node.get("component")
     if isinstance(ref, dict):
         step.source = INLINE
     elif isinstance(ref, str) and paths.is_local(ref):
-        step.source, step.reference = LOCAL_FILE, paths.local_path(ref, base_dir)
-        step.component = load_component_file(step.reference)
+        step.source = LOCAL_FILE
+        if base_dir is not None:
+            step.reference = paths.local_path(ref, base_dir)
+            step.component = load_component_file(step.reference)
     elif isinstance(ref, str) and ref.strip():
         step.source, step.reference = REGISTERED, ref.strip()
     elif "command" in node:

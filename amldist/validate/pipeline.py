@@ -103,28 +103,25 @@ def _strings(value, path):
 def check_pipeline(ctx, data: dict, validate_text=None) -> None:
     inputs, outputs = rules.ports(data, "inputs"), rules.ports(data, "outputs")
     jobs = rules.declared(data.get("jobs"))
+    steps = graph.steps_of(jobs, ctx.base_dir, ctx.file)  # the typed steps every layer reads
     node_outputs: dict = {}
-    components: dict = {}
-    for name, node in jobs.items():
-        if not isinstance(node, dict):
-            continue
-        component = _component_of(ctx, node, ("jobs", name))
-        components[name] = component
-        outs = [rules.ports(node, "outputs")]  # an inline node's own outputs are all there is
+    components = {step.name: _component_of(ctx, step) for step in steps}
+    for step in steps:
+        component = components[step.name]
+        outs = [rules.ports(step.node, "outputs")]  # an inline node's own outputs are all there is
         if reads_interface(component):
             outs.append(rules.ports(component, "outputs"))
-        elif "component" in node:
+        elif "component" in step.node:
             continue  # a remote, missing, unreadable or unmodelled component: its outputs are unknown
         if None not in outs:  # a malformed outputs section (the schema's error) leaves them unknown too
-            node_outputs[name] = set().union(*outs)
+            node_outputs[step.name] = set().union(*outs)
     _check_tree(ctx, data, validate_text)
     settings = rules.declared(data.get("settings"))
     # azure-ai-ml does not check a pipeline component's bindings: what amldist finds there is a warning
     severity = WARNING if recognise(data) == PIPELINE_COMPONENT else ERROR
-    for name, node in jobs.items():
-        if isinstance(node, dict):
-            check_node(ctx, name, node, components.get(name), inputs, outputs, jobs, node_outputs,
-                       settings.get("default_environment"), severity)
+    for step in steps:
+        check_node(ctx, step.name, step.node, components[step.name], inputs, outputs, jobs, node_outputs,
+                   settings.get("default_environment"), severity)
 
 
 def reads_interface(component) -> bool:
@@ -137,20 +134,19 @@ def reads_interface(component) -> bool:
     return isinstance(component, dict) and recognise(component) in _INTERFACE_KINDS
 
 
-def _component_of(ctx, node: dict, path):
-    """The node's component mapping, None when unknown (remote or absent), after reporting trouble."""
-    ref = node.get("component")
-    if isinstance(ref, dict):
-        return ref
-    local = rules.local_file(ctx, ref)
-    if local is None:
+def _component_of(ctx, step):
+    """The step's component mapping, None when unknown (remote or absent), after reporting trouble."""
+    if step.source == graph.INLINE:
+        return step.node["component"]
+    if step.component is None:  # registered, none, or no folder to read a local file from
         return None
+    path, ref, local = ("jobs", step.name), step.node.get("component"), step.reference
     if not os.path.exists(local):  # azure-ai-ml refuses the pipeline at load time
         ctx.emit(path + ("component",), ERROR, "missing-component",
                  f"{rules.field_path(path)}.component: {ref!r} does not exist (relative to the pipeline's folder)",
                  "fix the path, or name a registered component (azureml:NAME:VERSION)")
         return None
-    found = load_component(local)
+    found = load_component(local)  # the step's loaded file (read once), or why it cannot be used
     if isinstance(found, str):
         ctx.emit(path + ("component",), ERROR, "invalid-component",
                  f"{rules.field_path(path)}.component: {ref!r} cannot be used: {found}",

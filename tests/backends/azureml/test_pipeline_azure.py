@@ -89,3 +89,24 @@ def test_registered_nested_pipelines_and_top_level_components_are_sent_as_writte
     shown = json.loads(out)
     assert shown["request"]["job"]  # the generated name the submission will use
     assert shown["request"]["body"]["properties"]["inputs"]["word"]["value"] == "bye"
+
+
+def test_a_dry_run_reads_each_component_file_once(clean_env, no_network, cli, tmp_path, monkeypatch):
+    import os
+
+    from amldist.rules import pipeline_graph
+
+    monkeypatch.setattr(pipeline_graph, "_components", {})  # nothing read before this test counts
+    project = make_pipeline_project(tmp_path / "p")
+    opened: list = []
+    real = os.open
+
+    def counting(path, *args, **kwargs):
+        opened.append(os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    code, out, err = cli("submit", str(project / "pipeline.yml"), "--dry-run")
+    monkeypatch.setattr(os, "open", real)
+    assert code == 0, err
+    assert [p for p in opened if p.endswith("train.yml")] == [str(project / "train.yml")]
