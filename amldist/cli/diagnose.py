@@ -78,7 +78,7 @@ def after_local_run(plan, code: int, *, err=None) -> None:
 
     try:
         result = diagnose_run(os.path.dirname(run_dir), os.path.basename(run_dir))
-    except (UserError, OSError, ValueError):
+    except (UserError, OSError, ValueError):  # a run folder that cannot be read: the run's own report stands
         return
     if result.rank is None:
         return

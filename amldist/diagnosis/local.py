@@ -1,9 +1,9 @@
-"""Diagnosing a local run (``.amldist/runs/<name>/``) or a local pipeline run (its ``summary.json``:
-the failed step first, then the same inside the step's run folder).
+"""Diagnosing a local run (``.amldist/runs/<name>/``) or a local pipeline run (the failed step that
+started first, then the same inside that step's run folder).
 
-Each rank's end time is the ``exit_time`` the supervisor records in status.json when it sees the
-process end (every 20 ms); where it has none (a run from an older amldist, a rank started by
-mpirun), the log's modification time stands in. Under mpirun the failing rank and its exit code
+When a rank failed is the earlier of the ``exit_time`` the supervisor records in status.json when
+it sees the process end (every 20 ms) and its log's last write: a rank that raised writes its
+traceback, then may take a second to tear torch down, while the ranks it left behind fail at once. Under mpirun the failing rank and its exit code
 come from mpirun's own report in ``user_logs/mpi_log.txt``.
 """
 
@@ -12,69 +12,71 @@ from __future__ import annotations
 import json
 import os
 
-from amldist.backends.local import jobs
+from amldist.backends.local import jobs, records
 from amldist.diagnosis.analysis import Diagnosis, diagnose
 from amldist.diagnosis.logs import job_context, load_job_file, mpi_failure, read_tail
 from amldist.diagnosis.signatures import RankLog
-from amldist.errors import UserError
-
-SUMMARY = "summary.json"
 
 
-def mtime(path: str) -> float | None:
+def mtime(path: str | None) -> float | None:
     try:
-        return os.stat(path).st_mtime
+        return os.stat(path).st_mtime if path else None
     except OSError:
         return None
 
 
-def rank_logs(run: dict) -> list[RankLog]:
+def exit_times(run_dir: str) -> dict:
+    """{process label: exit_time} from status.json (read as records reads it: bounded, no links)."""
+    try:
+        state = json.loads((records.read_bytes(run_dir) or b"{}").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, records.StateError):
+        return {}
+    entries = list(state.get("ranks") or []) + ([state["launcher"]] if state.get("launcher") else [])
+    return {e.get("label"): e.get("exit_time") for e in entries if isinstance(e, dict)
+            and isinstance(e.get("exit_time"), (int, float))}
+
+
+def rank_logs(run) -> list[RankLog]:
+    """Every rank of the run ``run`` (a JobRecord) with its log's tail, exit code and end time."""
+    times = exit_times(run.details.get("run_dir") or "")
     logs = []
-    for entry in run.get("ranks", []):
-        code = entry.get("exit_code")
-        ended = entry.get("exit_time")
-        if ended is None and code not in (None, 0):
-            ended = mtime(entry["log"])
-        logs.append(RankLog(entry.get("rank"), entry.get("label") or f"rank {entry.get('rank')}", entry.get("node"),
-                            entry["log"], read_tail(entry["log"]), code, ended))
-    launcher = run.get("launcher")
-    if launcher and launcher.get("exit_code") not in (None, 0):
-        reported = mpi_failure(read_tail(launcher["log"]))
+    for entry in run.ranks:
+        ended = times.get(entry.label)
+        if entry.exit_code is not None:
+            # it failed (or left) when it wrote its last line, often well before the interpreter ended
+            ended = min((t for t in (ended, mtime(entry.log)) if t is not None), default=None)
+        logs.append(RankLog(entry.rank, entry.label, entry.node, entry.log or "", read_tail(entry.log or ""),
+                            entry.exit_code, ended))
+    launcher = run.details.get("launcher")
+    if launcher is not None and launcher.exit_code not in (None, 0):
+        reported = mpi_failure(read_tail(launcher.log or ""))
         for log in logs:
             if reported is not None and log.rank == reported[0]:
-                log.exit_code, log.ended = reported[1], launcher.get("exit_time") or mtime(launcher["log"])
+                log.exit_code, log.ended = reported[1], times.get(launcher.label) or mtime(launcher.log)
     return logs
 
 
 def diagnose_run(run_root: str, name: str, *, vm_size: str | None = None) -> Diagnosis:
     """The diagnosis of local run ``name`` (a single job, or a pipeline: its failed step)."""
-    summary = os.path.join(run_root, name, SUMMARY)
-    if os.path.basename(name) == name and os.path.isfile(summary):
-        return diagnose_pipeline(os.path.join(run_root, name), name, vm_size=vm_size)
-    run = jobs.get_run(run_root, name).to_json()
-    return diagnose_folder(run, vm_size=vm_size)
+    run = jobs.get_run(run_root, name)
+    if run.kind == "pipeline":
+        return diagnose_pipeline(run, vm_size=vm_size)
+    return diagnose_record(run, vm_size=vm_size)
 
 
-def diagnose_folder(run: dict, *, vm_size: str | None = None) -> Diagnosis:
+def diagnose_record(run, *, vm_size: str | None = None) -> Diagnosis:
     logs = rank_logs(run)
-    job = load_job_file(os.path.join(run["run_dir"], "job.yml"))
+    job = load_job_file(os.path.join(run.details.get("run_dir") or "", "job.yml"))
     ctx = job_context(job, len(logs), vm_size)
-    return diagnose(logs, ctx, job=run["name"], status=run.get("status"), backend="local")
+    return diagnose(logs, ctx, job=run.name, status=run.status, backend="local")
 
 
-def diagnose_pipeline(pipeline_dir: str, name: str, *, vm_size: str | None = None) -> Diagnosis:
-    """The first step that failed (by its start, as recorded), then that step's own diagnosis."""
-    try:
-        with open(os.path.join(pipeline_dir, SUMMARY), encoding="utf-8") as fh:
-            summary = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"local pipeline run {name!r} has an unreadable {SUMMARY}: {exc}", exit_code=1) from None
-    steps = [s for s in summary.get("steps", []) if s.get("status") == "failed"]
-    if not steps:
-        return Diagnosis(name, summary.get("status"), "local")
-    step = sorted(steps, key=lambda s: s.get("started") or "")[0]
-    folder = os.path.join(pipeline_dir, step["run_folder"])
-    run = jobs.get_run(os.path.dirname(folder), os.path.basename(folder)).to_json()
-    result = diagnose_folder(run, vm_size=vm_size)
-    result.job, result.step, result.status = name, step["name"], summary.get("status")
+def diagnose_pipeline(run, *, vm_size: str | None = None) -> Diagnosis:
+    """The failed step that started first, then that step's own diagnosis."""
+    failed = [s for s in run.steps if s.status == "Failed"]
+    if not failed:
+        return Diagnosis(run.name, run.status, "local")
+    step = sorted(failed, key=lambda s: s.start_time or "")[0]
+    result = diagnose_record(jobs.get_step(run, step.name), vm_size=vm_size)
+    result.job, result.step, result.status = run.name, step.name, run.status
     return result

@@ -22,7 +22,7 @@ from amldist.rules.vm_sizes import VmSize
 
 STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) made no progress for ([\d.]+) ?s(?: at ([^;]*))?")
 TRACEBACK = "Traceback (most recent call last):"
-RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]:")  # torch prefixes error lines with [rankN]:
+RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]: ?")  # torch prefixes error lines with "[rankN]: "
 
 
 @dataclass
@@ -201,8 +201,8 @@ def python_exception(log: RankLog, ctx: Context) -> Finding | None:
     if message.startswith(("KeyboardInterrupt", "SystemExit")) and signal_of(log.exit_code) is not None:
         return None  # a stop signal turned into an exception: the signal says more
     frame = user_frame(frames)
-    return Finding("python-exception", message, "the training code raised" + (f" at {frame}" if frame else "")
-                   + ": fix it there (the job's code and command)", field="command", frame=frame)
+    return Finding("python-exception", message, "the training code raised this" + (" (where: above)" if frame else "")
+                   + ": fix the code there, or the arguments the command passes it", field="command", frame=frame)
 
 
 def user_frame(frames: list[str]) -> str | None:
