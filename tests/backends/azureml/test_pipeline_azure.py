@@ -110,3 +110,26 @@ def test_a_dry_run_reads_each_component_file_once(clean_env, no_network, cli, tm
     monkeypatch.setattr(os, "open", real)
     assert code == 0, err
     assert [p for p in opened if p.endswith("train.yml")] == [str(project / "train.yml")]
+
+
+def test_a_bundled_step_keeps_its_components_own_paths(fake_pipeline_azure, cli, tmp_path):
+    """additional_includes and the conda file resolve from the component's folder, as az ml reads them."""
+    from tests.submit.pipeline_project import COMPONENT, PIPELINE
+
+    project = make_pipeline_project(tmp_path / "p", PIPELINE.replace("./train.yml", "./components/train.yml"))
+    (project / "components").mkdir()
+    (project / "components" / "conda.yaml").write_text("name: own\ndependencies: [python=3.10, own-package]\n")
+    (project / "conda.yaml").write_text("name: shadow\ndependencies: [python=3.6, shadowing-package]\n")
+    (project / "lib").mkdir()
+    (project / "lib" / "helpers.py").write_text("HELP = 1\n")
+    (project / "components" / "train.yml").write_text(
+        COMPONENT.replace("code: ./src", "code: ../src\nadditional_includes: [../lib]").replace(
+            "environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest",
+            "environment:\n  image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04\n  conda_file: ./conda.yaml"))
+    code, out, err = cli("submit", str(project / "pipeline.yml"), *WORKSPACE)
+    assert code == 0, err
+    conda = [json.dumps(body) for body in fake_pipeline_azure.environments.values()]
+    assert any("own-package" in text for text in conda) and not any("shadowing-package" in text for text in conda)
+    assets = fake_pipeline_azure.code_assets()
+    bundled = [files for files in assets.values() if "amldist/runtime/__init__.py" in files]
+    assert len(bundled) == 1 and {"train.py", "lib/helpers.py"} <= set(bundled[0]), sorted(bundled[0])
