@@ -42,10 +42,11 @@ def check_code_source(path: str, file: str = "the job") -> None:
                         hint="point code: at the folder holding your scripts, e.g. code: ./src")
 
 
-def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
+def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = (), progress=None) -> int:
     """Copy ``source`` into the new folder ``dest`` honouring the ignore rules; returns the file count.
 
-    ``skip`` holds absolute folders never to copy (the run root when it lies inside the code).
+    ``skip`` holds absolute folders never to copy (the run root when it lies inside the code);
+    ``progress(files, bytes)``, when given, is called after each file (a large folder's progress line).
     Links are made once everything else is copied, when it is known which targets are there.
     """
     check_code_source(source)
@@ -53,7 +54,7 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
     skip_real = {os.path.realpath(p) for p in skip}
     links: list[str] = []
     copied: set[str] = set()  # relative paths in the snapshot, links included
-    count = 0
+    count = size = 0
     os.makedirs(dest)
     for root, dirs, files in os.walk(source):
         rel_root = os.path.relpath(root, source)
@@ -75,7 +76,8 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
             rel = os.path.join(rel_root, f)
             if is_ignored(rules, rel, False):
                 continue
-            mode = os.lstat(os.path.join(root, f)).st_mode
+            info = os.lstat(os.path.join(root, f))
+            mode = info.st_mode
             if stat.S_ISLNK(mode):
                 links.append(rel)
                 copied.add(rel)
@@ -85,7 +87,9 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = ()) -> int:
                                 "copied into the run", hint=f"list it in {os.path.join(source, '.amlignore')}")
             shutil.copy2(os.path.join(root, f), os.path.join(dest, rel), follow_symlinks=False)
             copied.add(rel)
-            count += 1
+            count, size = count + 1, size + info.st_size
+            if progress is not None:
+                progress(count, size)
     for rel in links:
         os.symlink(_link_target(source, rel, copied), os.path.join(dest, rel))
     return count
