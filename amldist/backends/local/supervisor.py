@@ -35,6 +35,7 @@ from amldist.backends.local.log_stream import LogFollower
 from amldist.backends.local.process_groups import (RUN_MARKER, Subreaper, Watchdog, die_with_parent, stop_adopted,
                                                    stop_marked, stop_sessions)
 from amldist.backends.local.code_copy import copy_code
+from amldist.backends.local.run_console import CopyProgress, end_lines
 from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
 from amldist.rules.runtime_bundle import RUNS_DIR, add_runtime
 from amldist.errors import UserError
@@ -101,7 +102,9 @@ def fill_folder(p: LocalPlan) -> None:
     with open(job_file, "w", encoding="utf-8") as fh:
         fh.write(p.job_yaml)
     if p.code_source:
-        copy_code(p.code_source, p.code_dir, skip=(os.path.dirname(p.run_dir),))
+        progress = CopyProgress(os.path.relpath(p.code_source), sys.stderr)  # shown for a large folder only
+        copy_code(p.code_source, p.code_dir, skip=(os.path.dirname(p.run_dir),), progress=progress)
+        progress.done()
     else:
         os.makedirs(p.code_dir)
     if p.add_runtime:
@@ -298,10 +301,10 @@ def _restore(previous: dict) -> None:
 
 def _report(sup: Supervisor, outcome: str, failed: int | None, out, err) -> int:
     p = sup.plan
-    elapsed = time.monotonic() - sup.started
     logs = os.path.relpath(p.log_dir)
-    if outcome == "ok":
-        print(f"job {p.job_name} completed in {elapsed:.1f}s; logs in {logs}", file=out)
+    if outcome == "ok":  # the status and the run's one duration are in the summary printed before
+        rank0 = p.ranks[0].log_path if p.ranks else None
+        print("\n".join(end_lines(p.job_name, p.run_dir, rank0, tail=_tail(rank0) if rank0 else "")), file=out)
         return 0
     if outcome == "signal":
         name = signal.Signals(sup.stop_signal).name
@@ -325,6 +328,7 @@ def _report(sup: Supervisor, outcome: str, failed: int | None, out, err) -> int:
         if tail:
             print(f"--- last lines of {os.path.relpath(spec.log_path)} ---", file=err)
             print(tail, file=err)
+    print("\n".join(end_lines(p.job_name, p.run_dir, None, failed_rank=culprit.rank)), file=err)
     return 1
 
 
