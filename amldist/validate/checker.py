@@ -42,13 +42,24 @@ def check(targets, *, excludes=(), ignore_files: bool = True, stdin=None, stdin_
     (default ``<stdin>``, paths from the current folder).
     """
     results = []
+    reported: set = set()  # a pipeline reports its components' errors, which may be checked files too
     for path, explicit in discover(targets, excludes=excludes, ignore_files=ignore_files):
         name = (stdin_name or STDIN_NAME) if path == STDIN else path
         found = _check_one(path, name, explicit and not skip_non_specs, stdin=stdin, named=stdin_name is not None)
         if skip_non_specs:
             found = [d for d in found if not (d.severity == NOTE and d.code in SKIPPED)]
+        found = [d for d in found if _once(d, reported)]
         results.append(FileResult(name, tuple(found)))
     return CheckResult(tuple(results))
+
+
+def _once(diagnostic: Diagnostic, reported: set) -> bool:
+    """False for a diagnostic already reported (the same file, place, code and message)."""
+    key = (os.path.abspath(diagnostic.file), diagnostic.line, diagnostic.col, diagnostic.code, diagnostic.message)
+    if key in reported:
+        return False
+    reported.add(key)
+    return True
 
 
 def discover(targets, *, excludes=(), ignore_files: bool = True) -> list[tuple[str, bool]]:

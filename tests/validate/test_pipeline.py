@@ -260,3 +260,18 @@ def test_an_input_a_pipeline_steps_component_does_not_declare_is_reported_again(
     # a warning: azure-ai-ml 1.35.2 accepts the pipeline, and the value then reaches no step
     assert summary(diags) == [("unknown-input", "warning", "jobs.inner.inputs.rwa", 8)]
     assert "did you mean 'raw'?" in diags[0].hint
+
+
+def test_a_components_error_is_reported_once_when_the_pipeline_and_the_component_are_both_checked(tmp_path):
+    from amldist.validate.checker import check
+
+    bad = COMPONENT.replace("process_count_per_instance: 4", "process_count_per_instance: 0")
+    write(tmp_path, "type: pipeline\njobs:\n  a:\n    type: command\n    component: ./components/train.yml\n",
+          component=bad)
+    for targets in ([tmp_path], [tmp_path / "pipeline.yml", tmp_path / "components" / "train.yml"],
+                    [tmp_path / "components" / "train.yml", tmp_path / "pipeline.yml"]):
+        result = check(targets)
+        assert [(d.code, d.line) for d in result.diagnostics if d.severity == "error"] == [("out-of-range", 15)]
+    # the pipeline alone still shows it, at the component's file
+    (error,) = [d for d in check([tmp_path / "pipeline.yml"]).diagnostics if d.severity == "error"]
+    assert error.file.endswith("train.yml") and error.code == "out-of-range"
