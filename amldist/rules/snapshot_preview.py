@@ -49,6 +49,10 @@ class Preview:
                 "largest_files": [{"path": p, "size": human(s)} for p, s in self.largest_files],
                 "largest_folders": [{"path": p + "/", "size": human(s)} for p, s in self.largest_folders]}
 
+    def upload_line(self, name: str) -> str:
+        """What the Azure backend says before azure-ai-ml uploads the snapshot (it draws its own progress bar)."""
+        return f"uploading the code snapshot {name}/: {human(self.total_bytes)} in {self.files} file(s)"
+
     def lines(self) -> list[str]:
         """For the local dry run's text: the size line, the largest entries, then ``warning:`` lines."""
         out = [f"code snapshot: {human(self.total_bytes)} in {self.files} file(s)"]
