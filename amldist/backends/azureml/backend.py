@@ -207,8 +207,13 @@ class AzureMLBackend(Backend):
         from amldist.azure_sdk.code_snapshot import materialized
         from amldist.azure_sdk.entities import to_azure
 
-        for message in plan.warnings:
+        from amldist.rules import snapshot_preview
+
+        preview = snapshot_preview.of_mapping(plan.snapshot.files)
+        for message in plan.warnings + preview.warnings:
             _warn(message)
+        if plan.snapshot.name is not None:  # azure-ai-ml then draws the upload's progress bar
+            print(preview.upload_line(plan.snapshot.name), file=sys.stderr)
         job = copy.deepcopy(plan.job)
         with materialized(plan.snapshot) as written:
             if written.path is not None:
