@@ -97,7 +97,7 @@ def _check_one(path: str, name: str, explicit: bool, *, stdin, named: bool) -> l
             raise
         return [Diagnostic(name, 0, 0, ERROR, "internal-error",
                            f"amldist failed on this file: {type(exc).__name__}: {exc}",
-                           "set AMLDIST_DEBUG=1 for a traceback and report it")]
+                           "run it again with --debug for a traceback, and report it")]
 
 
 def _check_stdin(stream, name: str, explicit: bool, *, named: bool) -> list[Diagnostic]:
