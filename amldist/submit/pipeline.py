@@ -99,21 +99,26 @@ class Node:
         return job
 
     def _spec(self):
-        """The step's component as a typed spec, built once per component file (a legacy one converted
-        once; the pipeline's validation checked it already)."""
-        from amldist.model import from_data
-        from amldist.model.specs import DistributedComponent
+        return component_spec(self.component, f"step {self.name}")
 
-        holder = self.component.derived if isinstance(self.component, graph.ComponentFile) else {}
-        if "spec" not in holder:
-            data = self.component.data if isinstance(self.component, graph.ComponentFile) else self.component
-            spec = from_data(data, file=f"step {self.name}")
-            if isinstance(spec, DistributedComponent):
-                from amldist.authoring.convert import convert_legacy
 
-                spec = convert_legacy(spec, checked=True)
-            holder["spec"] = spec
-        return holder["spec"]
+def component_spec(component, file: str):
+    """A step's component (a loaded ComponentFile, or an inline mapping) as a typed v2 CommandComponent,
+    built once per file: a legacy spec is converted once, for the local run and the Azure body alike
+    (the pipeline's validation checked it already)."""
+    from amldist.model import from_data
+    from amldist.model.specs import DistributedComponent
+
+    holder = component.derived if isinstance(component, graph.ComponentFile) else {}
+    if "spec" not in holder:
+        data = component.data if isinstance(component, graph.ComponentFile) else component
+        spec = from_data(data, file=component.path if isinstance(component, graph.ComponentFile) else file)
+        if isinstance(spec, DistributedComponent):
+            from amldist.authoring.convert import convert_legacy
+
+            spec = convert_legacy(spec, checked=True)
+        holder["spec"] = spec
+    return holder["spec"]
 
 
 @dataclass

@@ -33,7 +33,7 @@ from amldist.backends.azureml.workspace import Workspace, require_workspace
 from amldist.errors import UserError
 from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT, recognise
 from amldist.rules import paths, pipeline_graph
-from amldist.submit.pipeline import PreparedPipeline
+from amldist.submit.pipeline import PreparedPipeline, component_spec
 from amldist.submit.prepared import SubmitOptions
 from amldist.rules.names import check_job_name
 
@@ -64,18 +64,8 @@ def _component_v2(step) -> dict | None:
     data = step.component_data
     if data is None or recognise(data) not in (COMMAND_COMPONENT, DISTRIBUTED_COMPONENT):
         return None
-    holder = step.component.derived if step.component is not None else {}
-    if "v2" not in holder:
-        from amldist.model import from_data
-        from amldist.model.specs import DistributedComponent
-
-        spec = from_data(data, file=step.component.path if step.component else step.file)
-        if isinstance(spec, DistributedComponent):
-            from amldist.authoring.convert import convert_legacy
-
-            spec = convert_legacy(spec, checked=True)
-        holder["v2"] = spec.to_dict()
-    return copy.deepcopy(holder["v2"])
+    spec = component_spec(step.component if step.component is not None else data, step.file)
+    return copy.deepcopy(spec.to_dict())
 
 
 def bundle_steps(data: dict, base_dir: str, file: str = "pipeline") -> tuple[dict, list[BundledStep], list[str]]:
