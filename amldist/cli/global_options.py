@@ -9,7 +9,8 @@ before the sub-command, and ``az ml job show -n X --debug`` puts it last). What 
 - ``--verbose``: amldist's own INFO logs; the Azure SDK's warnings;
 - ``--debug``: everything, the Azure SDK's HTTP logging included, and a traceback for a bug
   (as ``AMLDIST_DEBUG=1``);
-- ``--only-show-errors``: no ``warning:`` or ``note:`` lines, no Python warnings.
+- ``--only-show-errors``: no ``warning:`` or ``note:`` lines (on stderr, and on stdout where it is text, as a
+  dry run's is; validate drops its warnings and notes itself), no Python warnings.
 
 Completion scripts come from ``shtab`` (a maintained library; imported only for
 ``--print-completion``): they are generated from the parser once, so a TAB runs no Python.
@@ -88,22 +89,36 @@ def apply(found: set[str], command: str | None = None) -> None:
         logging.getLogger().setLevel(logging.ERROR)
         warnings.simplefilter("ignore")
         sys.stderr = ErrorsOnly(sys.stderr)
+        if command not in STDOUT_IS_DATA:  # a dry run's text prints its warnings and notes on stdout
+            sys.stdout = ErrorsOnly(sys.stdout, data=True)
+
+
+# Commands whose stdout is a document (YAML, validate's own report, which filters itself): never filtered.
+STDOUT_IS_DATA = ("convert", "validate")
 
 
 class ErrorsOnly:
-    """A stderr that drops ``warning:`` and ``note:`` lines (whole lines; the rest passes through)."""
+    """A stream that drops ``warning:`` and ``note:`` lines (whole lines; the rest passes through). On stdout
+    (``data``) only lines that start with ``warning: ``/``note: `` at their first column are dropped, so an
+    indented key or a JSON string that reads ``note:`` is never lost."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, *, data: bool = False):
         self.stream = stream
+        self.data = data
         self.pending = ""
 
     def write(self, text: str) -> int:
         self.pending += text
         *lines, self.pending = self.pending.split("\n")
         for line in lines:
-            if not line.lstrip().startswith(("warning:", "note:", "warning ", "note ")) and ": warning " not in line:
+            if not self._dropped(line):
                 self.stream.write(line + "\n")
         return len(text)
+
+    def _dropped(self, line: str) -> bool:
+        if self.data:
+            return line.startswith(("warning: ", "note: "))
+        return line.lstrip().startswith(("warning:", "note:", "warning ", "note ")) or ": warning " in line
 
     def flush(self) -> None:
         if self.pending:

@@ -168,3 +168,11 @@ def test_the_azure_dry_run_previews_the_snapshot_and_warns_for_a_venv(tmp_path, 
     assert snapshot["size"] == "40.1 MB" and snapshot["largest_folders"][0] == {"path": ".venv/", "size": "40.0 MB"}
     assert snapshot["file_count"] == len(snapshot["files"])
     assert any(w.startswith(".venv/ is a virtual environment") and "'/.venv/'" in w for w in shown["warnings"])
+
+
+def test_only_show_errors_hides_a_dry_runs_warnings_too(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    job = project_with_a_venv(tmp_path)
+    code, out, err = cli("submit", str(job), "--local", "--dry-run", "--only-show-errors")
+    assert code == 0 and "code snapshot: 40.0 MB" in out
+    assert "warning:" not in out + err and "note:" not in out + err
