@@ -15,9 +15,12 @@ once, and hands a backend a :class:`PreparedPipeline` whose :class:`PipelineGrap
   that binds them (``${{parent.outputs.z}}`` inside the sub-pipeline);
 - the pipeline's outputs, each bound to the node output that writes it.
 
-A node amldist cannot run on this machine (spark, parallel, sweep, data transfer, import, automl,
-control flow, a registered ``azureml:`` component) is kept with ``local_problem`` saying why: the
-local backend refuses the pipeline before anything starts, the Azure backend sends it as written.
+The steps come typed from :mod:`amldist.rules.pipeline_graph` (components loaded once, one binding
+grammar, the bounds on nesting); a pipeline job written as ``component: ./pipeline_component.yml``
+runs that component's steps. A node amldist cannot run on this machine (spark, parallel, sweep, data
+transfer, import, automl steps, a promptflow flow, a registered component, an ``azureml:`` data asset
+input) is kept with ``local_problem`` saying why and what to pass instead: the local backend refuses
+the pipeline before anything starts, one line per step; the Azure backend sends it as written.
 :meth:`Node.to_job` builds the :class:`~amldist.model.CommandJob` a step runs once the places of
 its upstream outputs are known, through the same conversion single components use
 (:func:`amldist.authoring.component_job.component_to_job`).

@@ -91,5 +91,24 @@ def test_steps_that_cannot_run_locally_are_refused_before_anything_starts(tmp_pa
     (project / "pipeline.yml").write_text(text)
     done = submit(project, "pipeline.yml", "--local")
     assert done.returncode == 2, done.stderr
-    assert "train (component 'azureml:tiny_train:1' is registered in a workspace" in done.stderr
+    assert "step train: component 'azureml:tiny_train:1' is registered in a workspace; point component: at a " \
+           "local copy of its YAML" in done.stderr
     assert not (project / ".amldist" / "runs" / "demo").exists()
+
+
+def test_a_pipeline_job_from_a_top_level_component_runs_here(tmp_path):
+    env = "azureml:AzureML-sklearn-1.5@latest"
+    (tmp_path / "pc.yml").write_text(
+        "type: pipeline\nname: pc\nversion: '1'\ninputs:\n  word: {type: string, default: hello}\n"
+        "outputs:\n  said: {type: uri_folder}\njobs:\n"
+        f"  say:\n    command: echo ${{{{inputs.w}}}} > ${{{{outputs.o}}}}/word.txt\n    environment: {env}\n"
+        "    inputs: {w: '${{parent.inputs.word}}'}\n    outputs: {o: {type: uri_folder}}\n"
+        f"  read:\n    command: cat ${{{{inputs.i}}}}/word.txt\n    environment: {env}\n"
+        "    inputs: {i: '${{parent.jobs.say.outputs.o}}'}\n")
+    (tmp_path / "job.yml").write_text("type: pipeline\nname: from_component\ncomponent: ./pc.yml\n"
+                                      "inputs:\n  word: bye\n")
+    done = submit(tmp_path, "job.yml", "--local")
+    assert done.returncode == 0, done.stderr + done.stdout
+    run = tmp_path / ".amldist" / "runs" / "from_component"
+    assert (run / "say" / "outputs" / "o" / "word.txt").read_text() == "bye\n"
+    assert "bye" in (run / "read" / "user_logs" / "std_log.txt").read_text()
