@@ -15,9 +15,9 @@ from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy
 from amldist.errors import UserError
 from amldist.rules import paths, process_counts
 from amldist.rules.booleans import is_optional
-from amldist.rules.secrets import shown
 from amldist.rules.suggestions import did_you_mean
-from amldist.model.kinds import is_data_type
+from amldist.rules.secrets import shown
+from amldist.model.kinds import is_data_type, type_word
 from amldist.model import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -56,7 +56,9 @@ def _literal(name: str, port: dict, value):
         value = float(text) if not isinstance(value, int) else value
     elif kind == "boolean" and text.lower() in ("true", "false"):
         value = text.lower() == "true"
-    elif kind == "string" and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+    elif kind == "string" and isinstance(value, bool):
+        value = str(value)  # `default: True` beside enum ['True', 'False']: azure-ai-ml reads the string 'True'
+    elif kind == "string" and isinstance(value, (str, int, float)):
         value = str(value)
     else:
         article = "an" if str(kind)[:1] in "aeiou" else "a"
@@ -99,9 +101,11 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
             if not is_optional(port):
                 raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')})")
             continue
-        if is_data_type(port.get("type")):
+        if is_data_type(port.get("type")) or type_word(port.get("type")) == "path":
             data = {"type": port["type"], **(value if isinstance(value, dict) else {"path": str(value)})}
             data["path"] = _local(data.get("path"), os.getcwd())
+            if type_word(data["type"]) == "path":  # azure-ai-ml's untyped path: a file or a folder
+                data["type"] = "uri_file" if isinstance(data["path"], str) and os.path.isfile(data["path"]) else "uri_folder"
             out[name] = data
         else:
             out[name] = _literal(name, port, value)
@@ -110,7 +114,7 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
 
 def component_to_job(component, *, inputs=None, compute=None, instance_count=None, process_count_per_instance=None,
                      instance_type=None, environment_variables=None, name=None, experiment_name=None, timeout=None,
-                     base_dir=None, checked: bool = False) -> CommandJob:
+                     base_dir=None, checked: bool = False, keep_includes: bool = False) -> CommandJob:
     """A command job that runs ``component`` once (a CommandComponent, a DistributedComponent or a path).
 
     ``inputs`` map names to values: literals for string/integer/number/boolean inputs (text is
@@ -120,10 +124,12 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
     build context) are resolved against its folder (``base_dir`` for an object; default: the current
     directory), so the job holds absolute local paths. ``timeout`` (seconds) becomes ``limits.timeout``;
     without it the component's ``amldist.timeout_seconds`` tag does. ``checked``: the caller has
-    validated ``component`` (an object) already, so it is not validated again.
+    validated ``component`` (an object) already, so it is not validated again. ``keep_includes``: the
+    caller adds the component's ``additional_includes`` to the snapshot itself (``amldist submit`` does,
+    :mod:`amldist.rules.additional_includes`); otherwise a component with some is refused.
     """
     component, base_dir = _load_component(component, base_dir, checked)
-    if component.extra.get("additional_includes"):
+    if component.extra.get("additional_includes") and not keep_includes:
         raise UserError("the component has additional_includes, which a job cannot carry",
                         hint="copy those files into the code folder")
     job_inputs = _job_inputs(component, dict(inputs or {}))

@@ -222,7 +222,7 @@ def _literal_value(spec) -> str | None:
         if "path" in spec or str(spec.get("type", "")).lower() in _DATA_TYPES:
             return None
         spec = spec.get("value", spec.get("default"))
-    if spec is None or isinstance(spec, (dict, list)):
+    if spec is None or isinstance(spec, (dict, list)) or "${{" in str(spec):  # a binding, not a value
         return None
     return str(spec)
 

@@ -9,8 +9,11 @@ string and ``{type: mpi}`` a mapping; ``null`` removes the field. Missing
 mappings on the way are created. Overrides apply to a copy: the file on disk is
 never touched.
 
-``--input NAME=VALUE`` sets one job input. A path input (a mapping with ``path``
-or a ``uri_*``/``mltable``/model ``type``) keeps its type and mode and gets the
+``--input NAME=VALUE`` sets one job input. VALUE is text, never read as YAML
+(``0123`` stays '0123', ``1:30`` stays '1:30', ``yes`` stays 'yes'), except where the
+input's type says otherwise: an integer, number or boolean input (declared, or a plain
+value of that type in the job) reads it as one. A path input (a mapping with ``path``
+or a ``uri_*``/``mltable``/model/``path`` ``type``) keeps its type and mode and gets the
 new path; any other input becomes the literal value. Paths given on the command
 line are relative to the current directory (as a shell user expects), unlike paths
 written in the YAML, which are relative to the file; URIs (``azureml:``,
@@ -28,7 +31,7 @@ from amldist.rules import paths
 from amldist.rules.suggestions import did_you_mean
 from amldist.model.field_paths import field_path
 
-PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model"}
+PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model", "path"}
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
 
 
@@ -123,13 +126,40 @@ def apply_sets(data: dict, assignments: list[str]) -> dict:
     return data
 
 
+_INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
 def parse_inputs(assignments: list[str]) -> dict:
-    """``--input NAME=VALUE``... -> ``{name: value}`` (values read as YAML, in order; last wins)."""
+    """``--input NAME=VALUE``... -> ``{name: text}`` (in order; last wins). The value stays the text
+    typed (``0123`` is '0123', ``1:30`` is '1:30'): :func:`typed_value` reads it by the input's
+    declared type. A name is an input name (letters, digits, _; dotted for a parameter group)."""
     values: dict = {}
     for text in assignments or ():
         name, raw = split_assignment(text, "--input")
-        values[name] = parse_value(raw)
+        if not _INPUT_NAME.fullmatch(text.partition("=")[0].strip(" ")):  # a line break is no part of a name
+            raise UserError(f"--input {text.partition('=')[0]!r} is not an input name",
+                            hint="an input name is letters, digits and _, e.g. --input learning_rate=0.01")
+        values[name] = raw
     return values
+
+
+def typed_value(text, current):
+    """A ``--input`` text as the input's type reads it: a number or boolean where the job's input
+    is one (``n: 1`` or ``{type: integer}``), the text itself everywhere else."""
+    if not isinstance(text, str):
+        return text
+    kind = str(current.get("type", "")).lower() if isinstance(current, dict) else None
+    if isinstance(current, dict):
+        current = current.get("value", current.get("default"))
+    stripped = text.strip()
+    if (kind == "boolean" or (kind is None and isinstance(current, bool))) and stripped.lower() in ("true", "false"):
+        return stripped.lower() == "true"
+    if (kind == "integer" or (kind is None and type(current) is int)) and re.fullmatch(r"[+-]?\d+", stripped):
+        return int(stripped)
+    number = r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"
+    if (kind == "number" or (kind is None and type(current) is float)) and re.fullmatch(number, stripped):
+        return float(stripped)
+    return text
 
 
 def apply_inputs(data: dict, values: dict, *, cwd: str | None = None, file: str = "the job") -> dict:
@@ -155,7 +185,7 @@ def apply_inputs(data: dict, values: dict, *, cwd: str | None = None, file: str 
             updated["path"] = cli_path(value, cwd)
             inputs[name] = updated
         else:  # a literal, plain or typed ({type: integer, default: 1}): a plain value is valid in a job
-            inputs[name] = value
+            inputs[name] = typed_value(value, current)
     return data
 
 

@@ -67,6 +67,7 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
         return prepare_pipeline(file, doc, text, sets=sets, inputs=inputs, cwd=cwd, instance_count=instance_count,
                                 process_count_per_instance=process_count_per_instance, check=_check)
     kept: list = []
+    includes: tuple = ()
 
     if kind == COMMAND_JOB:
         data = overrides.apply_sets(doc.data, sets)
@@ -79,15 +80,32 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
         job = from_data(data, file=file)
     else:
         _check(file, validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text), kept)
-        job = _as_job(from_data(doc.data, file=file), base_dir, input_values, instance_count,
-                      process_count_per_instance)
+        spec = from_data(doc.data, file=file)
+        includes = _includes(spec, base_dir, file)
+        job = _as_job(spec, base_dir, input_values, instance_count, process_count_per_instance)
         if sets:
             data = overrides.apply_sets(job.to_dict(), sets)
             as_job = f"{file} (run as a job, after --set)"
             _check(as_job, validate_data(data, as_job, kind=COMMAND_JOB, base_dir=base_dir), kept)
             job = from_data(data, file=file)
     _normalise(job)
-    return Prepared(job=job, source=file, base_dir=base_dir, warnings=kept)
+    return Prepared(job=job, source=file, base_dir=base_dir, warnings=_once_per_input(kept), code_includes=includes)
+
+
+_SHELL_CODES = ("shell-divergence", "shell-value", "shell-context", "interpreter-code")
+
+
+def _once_per_input(diagnostics: list) -> list:
+    """One shell warning per input: a component's default, then the job's own value after --set,
+    would say it twice; the later one (about the value that runs) is kept."""
+    import re
+
+    def key(d):
+        found = re.search(r"inputs\.[A-Za-z_][A-Za-z0-9_.]*", d.message) if d.code in _SHELL_CODES else None
+        return (d.code, found.group()) if found else id(d)
+
+    last = {key(d): i for i, d in enumerate(diagnostics)}
+    return [d for i, d in enumerate(diagnostics) if last[key(d)] == i]
 
 
 def _check(file: str, diagnostics: list, kept: list) -> None:
@@ -115,13 +133,25 @@ def _apply_counts(data: dict, instance_count, process_count, file: str) -> None:
         dist["process_count_per_instance"] = process_count
 
 
+def _includes(spec, base_dir: str, file: str) -> tuple:
+    """A component's ``additional_includes``, resolved from its own folder (see
+    :mod:`amldist.rules.additional_includes`); the backends add them to the code snapshot."""
+    from amldist.rules import additional_includes, paths
+
+    entries = getattr(spec, "extra", {}).get("additional_includes")
+    code = getattr(spec, "code", None)
+    code_dir = paths.local_path(str(code), base_dir) if isinstance(code, str) and paths.is_local(code) else None
+    return additional_includes.resolve(entries, base_dir, code_dir, file)
+
+
 def _as_job(spec, base_dir: str, input_values: dict, instance_count, process_count):
     """A (validated) component or legacy spec as the typed job that runs it once."""
     from amldist.authoring.component_job import component_to_job
 
     # Relative --input paths are read against the current directory, as for a job file.
     return component_to_job(spec, inputs=input_values or None, instance_count=instance_count,
-                            process_count_per_instance=process_count, base_dir=base_dir, checked=True)
+                            process_count_per_instance=process_count, base_dir=base_dir, checked=True,
+                            keep_includes=True)
 
 
 def _normalise(job) -> None:

@@ -93,7 +93,7 @@ def test_a_legacy_group_with_a_legacy_placeholder_gets_the_whole_v2_form(tmp_pat
 ])
 def test_brackets_that_are_not_legacy_groups_give_nothing(tmp_path, command):
     found, _ = check(tmp_path, COMPONENT + command + "\n")
-    assert found == []
+    assert [d for d in found if d.code != "shell-context"] == []  # bash -c '...': the shell rule's own warning
 
 
 def test_an_undeclared_reference_is_quoted(tmp_path):

@@ -157,6 +157,10 @@ class AzureMLBackend(Backend):
             return AzurePipelineJobPlan(pipeline.plan_pipeline(
                 prepared, options, environ=os.environ if self.environ is None else self.environ,
                 cwd=self.cwd or os.getcwd()))
+        if getattr(prepared, "code_includes", ()):  # a job cannot carry them; not sent without them
+            raise UserError(f"{prepared.source}: the component has additional_includes, which a single job sent to "
+                            "Azure ML cannot carry", hint="run it as a step of a pipeline job (the includes are "
+                            "uploaded with it), or locally with --local")
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         if options.name:
             job.name = check_job_name(options.name)  # one folder name, one printable word (rules/names)

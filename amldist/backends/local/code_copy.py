@@ -20,6 +20,7 @@ absolute path when the target lies outside the code folder or is not copied. Onl
 folders and links are copied: a FIFO would block the copy, a device node (``/dev/zero``) would be
 read forever and a socket cannot be copied, so any of them is an error naming the file (ignore it
 in ``.amlignore``). ``code: /`` (a filesystem root) is refused before anything is copied.
+A component's ``additional_includes`` are then added as Azure ML adds them (:func:`copy_includes`).
 """
 
 from __future__ import annotations
@@ -115,3 +116,58 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "a special file"
+
+
+def copy_includes(includes, dest: str) -> int:
+    """Add a component's ``additional_includes`` (:mod:`amldist.rules.additional_includes`) to the
+    snapshot ``dest`` as Azure ML does: each under its name in the root, a folder merged into a
+    folder of that name, honouring the folder's own ``.amlignore``/``.gitignore``; a zip entry
+    written as the folder zipped. Links inside are read through, as azure-ai-ml copies them.
+    Returns the number of files added."""
+    os.makedirs(dest, exist_ok=True)
+    count = 0
+    for include in includes:
+        target = os.path.join(dest, include.name)
+        if include.zipped:
+            _zip_folder(include.source, target)
+            count += 1
+        elif os.path.isdir(include.source):
+            count += _merge_folder(include.source, target)
+        else:
+            shutil.copy2(include.source, target)
+            count += 1
+    return count
+
+
+def _included_files(source: str):
+    """(relative path, absolute path) of every file an included folder adds, ignore rules applied."""
+    rules = code_ignore(source)
+    for root, dirs, files in os.walk(source, followlinks=False):
+        rel_root = os.path.relpath(root, source)
+        rel_root = "" if rel_root == "." else rel_root
+        dirs[:] = [d for d in sorted(dirs) if d not in ALWAYS_SKIPPED
+                   and not is_ignored(rules, os.path.join(rel_root, d), True)]
+        for f in sorted(files):
+            rel = os.path.join(rel_root, f)
+            full = os.path.join(root, f)
+            if not is_ignored(rules, rel, False) and os.path.isfile(full):
+                yield rel, full
+
+
+def _merge_folder(source: str, target: str) -> int:
+    count = 0
+    for rel, full in _included_files(source):
+        os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
+        shutil.copy2(full, os.path.join(target, rel))
+        count += 1
+    return count
+
+
+def _zip_folder(folder: str, target: str) -> None:
+    import zipfile
+
+    parent = os.path.dirname(folder)
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.write(folder, os.path.relpath(folder, parent))  # the folder as the root entry
+        for rel, full in sorted(_included_files(folder)):
+            archive.write(full, os.path.relpath(full, parent))

@@ -80,8 +80,10 @@ class LocalPlan:
     timeout: int | None
     removed: list[str]  # inherited launcher variables left out of every environment
     busy_port: int | None = None
+    includes: tuple = ()  # a component's additional_includes, added to the snapshot (code_copy.copy_includes)
     add_runtime: bool = True  # copy amldist/runtime into the snapshot (not when the code has its own amldist)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # where Azure ML would read a value differently
     job_yaml: str = ""  # what the run folder's job.yml holds: the job as run, after overrides
     # How the run is watched (SubmitOptions, copied so that run() needs the plan alone).
     grace_seconds: float = 5.0
@@ -119,6 +121,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     inputs = resolve_inputs(job.inputs, prepared.base_dir, file, pending_inputs)
     filled = job_command(job, inputs, file, run_dir)  # values travel as variables
     rendered, command, outputs = filled.rendered, filled.command, filled.outputs
+    warnings = value_warnings(rendered, prepared.warnings)
 
     layout = launcher_layout(job, file)
     notes = list(layout.notes) + envs.assign_gpus(layout, envs.visible_gpus(environ))
@@ -153,9 +156,17 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     timeout = getattr(job.limits, "timeout", None) if job.limits is not None else None
     return LocalPlan(name, run_dir, code_source, command, layout.kind, ranks, processes, outputs,
                      timeout=int(timeout) if timeout else None, removed=removed, busy_port=layout.busy_port,
-                     notes=notes, add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
+                     notes=notes, warnings=warnings, includes=tuple(getattr(prepared, "code_includes", ())),
+                     add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
                      python=python)
+
+
+def value_warnings(rendered, diagnostics) -> list[str]:
+    """The render's warnings, except for an input ``validate`` already warned about (each said once)."""
+    said = [d.message for d in diagnostics if getattr(d, "code", "") in ("shell-divergence", "interpreter-code")]
+    return [f"{message} ({hint})" if hint else message for key, message, hint in rendered.warnings
+            if not any("${{" + key + "}}" in text or f"{key}:" in text for text in said)]
 
 
 def rerunnable_yaml(job, base_dir: str, run_dir: str) -> str:
@@ -318,6 +329,8 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
     lines = [f"job {p.job_name}: {p.kind}, {len(p.ranks)} process(es); run folder {rel(p.run_dir)} (not created)"]
     lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.code_dir) if p.code_source else 'none'}"
                  + (" (+ amldist/runtime)" if p.add_runtime else ""))
+    lines += [f"additional include: {rel(i.source)}{' zipped' if i.zipped else ''} -> "
+              f"{rel(os.path.join(p.code_dir, i.name))}" for i in p.includes]
     if p.code_source:  # its size, largest entries and what should not be uploaded with every job
         lines += snapshot_preview.of_folder(p.code_source, ALWAYS_SKIPPED).lines()
     lines.append(f"environment: not built locally; the command runs with this machine's tools, python = {p.python} "
@@ -341,4 +354,5 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
         lines.append("  " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in own.items())
                      + (" " if own else "") + mask_text(r.argv[-1]))
     lines += [f"note: {n}" for n in p.notes]
+    lines += [f"warning: {w}" for w in p.warnings]
     return "\n".join(lines)

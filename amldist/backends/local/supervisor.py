@@ -34,7 +34,7 @@ from amldist.backends.local.plan import LocalPlan
 from amldist.backends.local.log_stream import LogFollower
 from amldist.backends.local.process_groups import (RUN_MARKER, Subreaper, Watchdog, die_with_parent, stop_adopted,
                                                    stop_marked, stop_sessions)
-from amldist.backends.local.code_copy import copy_code
+from amldist.backends.local.code_copy import copy_code, copy_includes
 from amldist.backends.local.run_console import CopyProgress, end_lines
 from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
 from amldist.rules.runtime_bundle import RUNS_DIR, add_runtime
@@ -107,6 +107,7 @@ def fill_folder(p: LocalPlan) -> None:
         progress.done()
     else:
         os.makedirs(p.code_dir)
+    copy_includes(getattr(p, "includes", ()), p.code_dir)  # a component's additional_includes, as on Azure ML
     if p.add_runtime:
         add_runtime(p.code_dir)
     for path, out_type in p.outputs.values():  # each checked to stay in the run folder, whatever its name
@@ -268,6 +269,8 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
     sup.running = True  # from here on a stop signal ends the run the normal way
     for note in p.notes:
         print(f"note: {note}", file=err)
+    for warning in getattr(p, "warnings", ()):  # values Azure ML's shell would read differently
+        print(f"warning: {warning}", file=err)
     rel_run = os.path.relpath(p.run_dir)
     print(f"job {p.job_name}: {len(p.ranks)} process(es), python {p.python}, run folder {rel_run}", file=out,
           flush=True)

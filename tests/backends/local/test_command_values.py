@@ -51,12 +51,13 @@ def test_a_job_without_secrets_writes_job_yml_without_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("command, reason", [
-    ("python worker.py --msg '${{inputs.msg}}'", "inside '...' quotes"),
+    ("python worker.py --msg \"$(echo '${{inputs.msg}}')\" | sh", "a pipe into sh"),
     ("echo $(( ${{inputs.msg}} + 1 ))", "in arithmetic"),
-    ("bash -c \"python worker.py ${{inputs.msg}}\"", "eval or 'sh -c'"),
+    ("bash -c \"python worker.py ${{inputs.msg}}\"", "bash -c reads it as shell code"),
     ("${{inputs.msg}} worker.py", "as the program to run"),
 ])
 def test_a_refused_context_stops_the_plan_with_one_line_naming_the_input(tmp_path, command, reason):
+    """A hostile value where the shell would read it as code (a benign one runs, see test_shell_command)."""
     with pytest.raises(UserError, match=r"command uses \$\{\{inputs\.msg\}\} .*" + re.escape(reason)) as info:
-        make(tmp_path, f"command: >-\n  {command}\ninputs: {{msg: hello}}\n")
+        make(tmp_path, f"command: >-\n  {command}\ninputs: {{msg: 'hello;x'}}\n")
     assert "hello" not in str(info.value) and not (tmp_path / "runs").exists()

@@ -1,0 +1,154 @@
+"""Real local runs of components as Azure ML runs them (issue 15 pts 3, 5; issue 17 pts 1, 8): single-
+quoted placeholders give Azure ML's argv, ``type: path`` inputs and boolean string defaults work,
+``additional_includes`` arrive in the code folder, a value Azure ML's shell would read as code is
+warned about (locally and by ``validate``) and runs nothing, ``--input`` values stay text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import pytest
+
+ARGV = "import json, sys; open('argv.json', 'w').write(json.dumps(sys.argv[1:]))"
+
+
+def write(path, text: str):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def component(tmp_path, command: str, inputs: str, extra: str = ""):
+    write(tmp_path / "comp" / "src" / "argv.py", ARGV.replace("'argv.json'", "__import__('os').environ['ARGV_OUT']"))
+    lines = ["$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json", "type: command",
+             "name: shell_check", "code: ./src", "inputs:"]
+    lines += ["  " + line for line in textwrap.dedent(inputs).strip().splitlines()]
+    lines += ["command: >-", "  " + command, "environment: azureml:env:1", extra]
+    path = tmp_path / "comp" / "comp.yml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_local(cli, path, tmp_path, *args):
+    out_file = tmp_path / "argv.json"
+    code, out, err = cli("submit", str(path), "--local", "--set", f"environment_variables.ARGV_OUT={out_file}", *args)
+    argv = json.loads(out_file.read_text()) if out_file.exists() else None
+    return code, err, argv
+
+
+def azure_argv(command: str, tmp_path) -> list[str]:
+    """What Azure ML's shell gives: the values pasted into the command, run by bash."""
+    out_file = tmp_path / "azure.json"
+    script = f"{sys.executable} {tmp_path / 'comp/src/argv.py'}"
+    subprocess.run(["bash", "-c", command.replace("python argv.py", script)],
+                   check=True, env={"PATH": "/usr/bin:/bin", "ARGV_OUT": str(out_file)}, cwd=tmp_path)
+    return json.loads(out_file.read_text())
+
+
+def test_single_quoted_placeholders_path_inputs_and_boolean_defaults_run_with_azure_mls_argv(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    path = component(tmp_path, "python argv.py --model_name '${{inputs.model_name}}' --flag '${{inputs.flag}}' "
+                               "--data ${{inputs.data}} --n '${{inputs.n}}'", """
+        model_name: {type: string, default: "gpt2 large"}
+        flag: {type: string, default: True, enum: ['True', 'False']}
+        data: {type: path}
+        n: {type: integer, default: 3}
+        """)
+    code, err, argv = run_local(cli, path, tmp_path, "--input", f"data={tmp_path / 'data'}")
+    assert code == 0, err
+    pasted = (f"python argv.py --model_name 'gpt2 large' --flag 'True' --data {tmp_path / 'data'} --n '3'")
+    assert argv == azure_argv(pasted, tmp_path) == [
+        "--model_name", "gpt2 large", "--flag", "True", "--data", str(tmp_path / "data"), "--n", "3"]
+    assert "warning" not in err
+
+
+def test_additional_includes_arrive_in_the_code_folder_as_azure_ml_lays_them_out(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "lib" / "pkg" / "mod.py", "X = 1\n")
+    write(tmp_path / "lib" / ".amlignore", "*.tmp\n")
+    write(tmp_path / "lib" / "skip.tmp", "no\n")
+    write(tmp_path / "shared" / "a.txt", "a\n")
+    write(tmp_path / "comp" / "cfg.txt", "cfg\n")
+    path = component(tmp_path, "python argv.py", "x: {type: string, default: a}",
+                     "additional_includes:\n  - ../lib\n  - ./cfg.txt\n  - ../shared.zip")
+    code, out, err = cli("submit", str(path), "--local", "--name", "inc",
+                         "--set", f"environment_variables.ARGV_OUT={tmp_path / 'argv.json'}")
+    assert code == 0, err
+    snapshot = tmp_path / ".amldist" / "runs" / "inc" / "code"
+    assert (snapshot / "lib" / "pkg" / "mod.py").read_text() == "X = 1\n"
+    assert not (snapshot / "lib" / "skip.tmp").exists()  # the include's own .amlignore applies
+    assert (snapshot / "cfg.txt").read_text() == "cfg\n" and (snapshot / "argv.py").exists()
+    assert sorted(zipfile.ZipFile(snapshot / "shared.zip").namelist()) == ["shared/", "shared/a.txt"]
+    assert not (tmp_path / "comp" / "src" / "lib").exists()  # the source folder is left alone
+
+
+def test_a_missing_include_or_an_artifact_is_one_line_naming_the_entry(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    path = component(tmp_path, "python argv.py", "x: {type: string, default: a}", "additional_includes:\n  - ../nope")
+    code, _, err = cli("submit", str(path), "--local", "--dry-run")
+    assert code != 0 and "additional_includes[0]" in err and "nope" in err and "Traceback" not in err
+
+
+def test_a_semicolon_in_an_unquoted_placeholder_warns_locally_and_in_validate_and_runs_nothing(tmp_path, monkeypatch,
+                                                                                                   cli):
+    monkeypatch.chdir(tmp_path)
+    path = component(tmp_path, "python argv.py --msg ${{inputs.msg}}", 'msg: {type: string, default: "ok; touch pwned"}')
+    code, out, err = cli("validate", str(path))
+    assert code == 0 and "shell-divergence" in out + err and "inputs.msg" in out + err
+    code, err, argv = run_local(cli, path, tmp_path)
+    assert code == 0, err
+    assert argv == ["--msg", "ok;", "touch", "pwned"] and not list(tmp_path.rglob("pwned"))
+    # the same from --input: one warning, naming the input and the fix, and nothing runs
+    code, err, argv = run_local(cli, path, tmp_path, "--input", "msg=a && touch pwned2")
+    assert code == 0 and argv == ["--msg", "a", "&&", "touch", "pwned2"] and not list(tmp_path.rglob("pwned*"))
+    warnings = [line for line in err.splitlines() if "Azure ML's shell" in line]
+    assert len(warnings) == 1 and "inputs.msg" in warnings[0] and '"${{inputs.msg}}"' in warnings[0]
+
+
+@pytest.mark.parametrize("command", ['timeout 60 bash -c "python argv.py ${{inputs.msg}}"',
+                                     'echo "echo ${{inputs.msg}}" | /usr/bin/env sh', "N=${{inputs.msg}}; echo $((N+1))"])
+def test_a_hostile_value_for_a_nested_shell_is_refused_naming_the_input_and_a_benign_one_runs(tmp_path, monkeypatch,
+                                                                                                cli, command):
+    monkeypatch.chdir(tmp_path)
+    path = component(tmp_path, command, "msg: {type: string, default: '1'}")
+    code, out, err = cli("submit", str(path), "--local", "--input", "msg=1; touch pwned")
+    assert code != 0 and "${{inputs.msg}}" in err and "1; touch" not in err and not list(tmp_path.rglob("pwned"))
+    code, out, err = cli("validate", str(path))
+    assert "shell-context" in out + err
+    code, err, _ = run_local(cli, path, tmp_path, "--input", "msg=2")
+    assert code == 0, err
+
+
+def test_input_values_stay_text_unless_the_input_is_typed(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path / "job.yml", f"""
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        command: python {tmp_path / 'comp/src/argv.py'} ${{{{inputs.a}}}} ${{{{inputs.b}}}} ${{{{inputs.n}}}}
+        inputs:
+          a: x
+          b: y
+          n: 1
+        environment: azureml:env:1
+        environment_variables:
+          ARGV_OUT: {tmp_path / 'argv.json'}
+        """)
+    component(tmp_path, "python argv.py", "x: {type: string, default: a}")  # writes argv.py
+    code, out, err = cli("submit", str(path), "--local", "--input", "a=0123", "--input", "b=1:30", "--input", "n=07")
+    assert code == 0, err
+    assert json.loads((tmp_path / "argv.json").read_text()) == ["0123", "1:30", "7"]
+    code, out, err = cli("submit", str(path), "--local", "--dry-run", "--input", "a\n=1")
+    assert code == 2 and "not an input name" in err
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_a_python_c_placeholder_is_passed_literally_with_a_warning(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    path = component(tmp_path, 'python -c "${{inputs.code}}"', "code: {type: string, default: 'print(1)'}")
+    code, out, err = cli("validate", str(path))
+    assert "interpreter-code" in out + err and "on Azure ML as locally" in out + err
