@@ -38,6 +38,8 @@ MAX_DEPTH = 10
 MAX_STEPS = 1000
 NODE_OVERRIDES = ("distribution", "resources", "limits", "environment_variables", "compute", "environment")
 PARENT = re.compile(r"\$\{\{\s*parent\.([^{}]*?)\s*\}\}")
+# azure-ai-ml's is_valid_node_name (the JSON Schemas say the same for the steps of a file)
+STEP_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 LOCAL_FILE, REGISTERED, INLINE, COMMAND, NONE = "local", "registered", "inline", "command", "none"
 
@@ -223,6 +225,15 @@ def _step(name: str, node: dict, base_dir: str | None, file: str, prefix: str) -
     elif "command" in node:
         step.source = COMMAND
     return step
+
+
+def inline_steps(component, path: tuple, depth: int = 0):
+    """(path, name) of every step of an inline pipeline component, inline ones inside it included."""
+    jobs = component.get("jobs") if isinstance(component, dict) and depth <= MAX_DEPTH else None
+    for name, node in (jobs.items() if isinstance(jobs, dict) else ()):
+        yield path + ("jobs", name), name
+        if isinstance(node, dict) and isinstance(node.get("component"), dict):
+            yield from inline_steps(node["component"], path + ("jobs", name, "component"), depth + 1)
 
 
 def walk(steps: list[Step]):

@@ -159,6 +159,7 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
                severity=ERROR) -> None:
     path = ("jobs", name)
     _control_flow(ctx, name, node)
+    _inline_step_names(ctx, path, node.get("component"))
     for value_path, text in _strings(node, path):
         for binding in graph.bindings(text):
             check_binding(ctx, value_path, binding.text, binding.parts, inputs, outputs, jobs, node_outputs, severity)
@@ -186,6 +187,16 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
     if not templates.check_environment_reference(ctx, node.get("environment"), path + ("environment",)):
         rules.check_environment(ctx, node, path)
     _node_sizes(ctx, node, component, path)
+
+
+def _inline_step_names(ctx, path, component) -> None:
+    """The step names of an inline pipeline component (a file's are its schema's): a name such as
+    ``../../x`` would become a folder outside the run's (issue 17), and azure-ai-ml refuses it."""
+    for where, name in graph.inline_steps(component, path + ("component",)):
+        if not (isinstance(name, str) and graph.STEP_NAME.fullmatch(name)):
+            ctx.emit(where, ERROR, "invalid-step-name",
+                     f"{rules.field_path(where[:-1])}: {name!r} is not a step name",
+                     "step names use lower-case letters, digits and _, and do not start with a digit")
 
 
 def _port_severity(component: dict) -> str:

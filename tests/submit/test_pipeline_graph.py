@@ -175,3 +175,14 @@ def test_steps_only_azure_runs_are_refused_locally_one_line_each_with_what_to_pa
     assert [line.split(":")[0].strip() for line in lines] == ["step reg", "step sp", "step use"]
     assert "registered in a workspace" in lines[0] and "registered in a workspace" in lines[1]
     assert "--input data=./local/copy" in lines[2]
+
+
+def test_an_inline_nested_components_step_names_are_validated_too(tmp_path):
+    from amldist.validate import validate_file
+
+    (tmp_path / "pipeline.yml").write_text(
+        "type: pipeline\njobs:\n  outer:\n    type: pipeline\n    component:\n      type: pipeline\n"
+        f"      jobs:\n        ../../x:\n          command: echo hi\n          environment: {ENV}\n")
+    assert [(d.code, d.line) for d in validate_file(tmp_path / "pipeline.yml")] == [("invalid-step-name", 8)]
+    with pytest.raises(SpecInvalid):
+        prepare(str(tmp_path / "pipeline.yml"))
