@@ -88,20 +88,21 @@ def stalled(found: list) -> tuple[RankLog, Finding] | None:
 
 
 def stack_frame(text: str) -> str | None:
-    """The user's innermost frame in the main thread's faulthandler stack (the last dump in the log)."""
-    lines = lines_of(text)
-    starts = [i for i, line in enumerate(lines) if re.match(r"(Current thread|Thread) 0x[0-9a-f]+", line)]
-    mains = [i for i in starts if "main thread" in lines[i].lower() or lines[i].startswith("Current thread")]
-    if not mains and not starts:
+    """The user's innermost frame in the main thread's stack, from the last faulthandler dump in the log
+    (the main thread's block is the one that starts at ``<module>``; the others start in threading)."""
+    blocks, current = [], None
+    for line in lines_of(text):
+        if re.match(r"(Current thread|Thread) 0x[0-9a-fA-F]+", line):
+            current = []
+            blocks.append(current)
+        elif current is not None and line.strip().startswith("File "):
+            current.append(line.strip())
+        else:
+            current = None
+    mains = [b for b in blocks if b and "in <module>" in b[-1]]
+    if not mains:
         return None
-    start = (mains or starts)[-1]
-    frames = []
-    for line in lines[start + 1:]:
-        if not line.strip().startswith("File "):
-            break
-        frames.append(line.strip())
-    frames.reverse()  # faulthandler lists the most recent call first
-    return user_frame(frames)
+    return user_frame(list(reversed(mains[-1])))  # faulthandler lists the most recent call first
 
 
 def left_early(found: list, waiting: list) -> tuple[RankLog, Finding] | None:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from amldist.rules.vm_sizes import VmSize
 
-STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) made no progress for ([\d.]+) ?s(?: at ([^;]*))?")
+STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) (made no progress for [\d.]+ s|never reached the "
+                      r"collective the other ranks waited [\d.]+ s in)(?:; it is at ([^;]*))?")
 TRACEBACK = "Traceback (most recent call last):"
 RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]: ?")  # torch prefixes error lines with "[rankN]: "
 
@@ -93,11 +94,23 @@ def stall(log: RankLog, ctx: Context) -> Finding | None:
         return None
     match = STALL_RE.search(line)
     stuck = int(match.group(1))
-    return Finding("stall", line, f"rank {stuck} made no progress for {match.group(2)} s; every rank's Python "
-                   "stack is in its log (the stuck rank's shows where it waits). Fix the code there, or raise "
-                   "the limit if a step legitimately takes that long",
+    return Finding("stall", line, f"rank {stuck} {match.group(2)}; every rank's Python stack is in its log (the "
+                   "stuck rank's shows where it waits). Fix the code there, or raise the limit if a step "
+                   "legitimately takes that long",
                    field="environment_variables.AMLDIST_STALL_TIMEOUT", consequence=log.rank != stuck,
                    ranks=[stuck])
+
+
+def fabric_check(log: RankLog, ctx: Context) -> Finding | None:
+    """amldist's fabric check failed (amldist.runtime.check): the line names the node or the transport."""
+    line = last_line(log.text, r"amldist\.runtime: check: FAILED", 0)
+    if line is None:
+        return None
+    sockets = "sockets" in line
+    return Finding("fabric-check", line, "NCCL is kept off InfiniBand: remove NCCL_IB_DISABLE / NCCL_NET=Socket, or "
+                   "use an image with the InfiniBand libraries" if sockets else "a node is far slower than the "
+                   "others: take it out of the cluster (or restart the job on other nodes)",
+                   field="environment_variables.NCCL_IB_DISABLE" if sockets else "compute")
 
 
 def duplicate_gpu(log: RankLog, ctx: Context) -> Finding | None:
@@ -247,7 +260,7 @@ def other_signal(log: RankLog, ctx: Context) -> Finding | None:
 
 
 # Tried in this order; the first that answers is the rank's finding.
-SIGNATURES = (stall, duplicate_gpu, cuda_oom, shared_memory, address_in_use, collective_timeout, peer_lost,
+SIGNATURES = (stall, fabric_check, duplicate_gpu, cuda_oom, shared_memory, address_in_use, collective_timeout, peer_lost,
               python_exception, nccl_sockets, killed, stopped, other_signal)
 
 

@@ -31,6 +31,8 @@ Modules (all public; none imports another's private name):
 - ``detection``: ``LAUNCHERS``, the detection order in one commented list (torchrun, the MPIs,
   Slurm, TF_CONFIG, RANK/WORLD_SIZE, a world of one; first match wins), and ``detect()``;
 - ``process_group``: ``init_distributed()`` and ``destroy()``; ``diagnostics``: AMLDIST_DEBUG;
+  ``check``: the fabric check (``init_distributed(check=True)``, ``python -m amldist.runtime --check``);
+  ``watchdog``: the stall watchdog (``stall_timeout=``/AMLDIST_STALL_TIMEOUT, ``progress()``);
   ``__main__``: ``python -m amldist.runtime``.
 
 Details by launcher: node_rank under MPI is rank // local size (never OMPI_COMM_WORLD_NODE_RANK,
@@ -75,10 +77,12 @@ from pathlib import Path
 from .detection import detect
 from .dist_env import DistEnv, DistEnvError
 from .process_group import destroy, init_distributed
+from .watchdog import progress
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 
-__all__ = ["RUNTIME_DIR", "DistEnv", "DistEnvError", "bundle_files", "destroy", "detect", "init_distributed"]
+__all__ = ["RUNTIME_DIR", "DistEnv", "DistEnvError", "bundle_files", "destroy", "detect", "init_distributed",
+           "progress"]
 
 
 def bundle_files() -> dict[str, Path]:

@@ -1,4 +1,8 @@
-"""``python -m amldist.runtime --print`` and ``python -m amldist.runtime [--debug] -- CMD ARGS...``.
+"""``python -m amldist.runtime --print``, ``python -m amldist.runtime --check`` and
+``python -m amldist.runtime [--debug] -- CMD ARGS...``.
+
+``--check`` forms the job's group, runs the fabric check (:mod:`.check`: a few seconds of
+all-reduce, reported by rank 0), tears the group down and exits 0, or 1 when the check failed.
 
 Exit status: 0, or 2 with one ``amldist.runtime: error: ...`` line for a bad command line or
 environment, or 127 when CMD cannot be started. SIGPIPE is restored to the default Python
@@ -20,9 +24,12 @@ from .process_group import child_env
 
 USAGE = """\
 usage: python -m amldist.runtime --print
+       python -m amldist.runtime --check
        python -m amldist.runtime [--debug] -- CMD [ARGS...]
 
   --print   print the detected launcher and ranks as one JSON object
+  --check   measure the all-reduce bus bandwidth of the job's group (rank 0 reports; exit 1 when a
+            node is far below the rest or NCCL uses sockets on an InfiniBand size)
   --debug   print GPU/NCCL diagnostics on rank 0 (as AMLDIST_DEBUG=1 does)
   -- CMD    run CMD with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR
             and MASTER_PORT set from the launcher's variables, so a script that calls
@@ -37,10 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     if "-h" in options or "--help" in options:
         print(USAGE, end="")
         return 0
-    unknown = [option for option in options if option not in ("--print", "--debug")]
-    if unknown or command == [] or (command is None and "--print" not in options):
+    unknown = [option for option in options if option not in ("--print", "--debug", "--check")]
+    alone = "--check" in options and (command is not None or "--print" in options)
+    if unknown or alone or command == [] or (command is None and not {"--print", "--check"} & set(options)):
         print(USAGE, end="", file=sys.stderr)
         return 2
+    if "--check" in options:
+        return check(debug=True if "--debug" in options else None)
     try:
         env = detect()
     except DistEnvError as err:
@@ -66,6 +76,25 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"amldist.runtime: error: cannot run {command[0]!r}: {err.strerror}", file=sys.stderr)
         return 127
+
+
+def check(*, debug: bool | None = None) -> int:
+    """``--check``: the job's group, the fabric check, the teardown; 0 passed, 1 failed, 2 bad environment."""
+    from .check import FabricCheckFailed
+    from .process_group import destroy, init_distributed
+
+    try:
+        init_distributed(debug=debug, check=True)
+    except DistEnvError as err:
+        print(f"amldist.runtime: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    except FabricCheckFailed as failed:
+        if os.environ.get("RANK") != "0":  # rank 0 printed the report; every log says the check failed
+            print(f"amldist.runtime: check: FAILED: {failed}", file=sys.stderr, flush=True)
+        destroy()
+        return 1
+    destroy()
+    return 0
 
 
 def restore_default_signals() -> None:

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Collection, MutableMapping
 
-from . import diagnostics
+from . import diagnostics, watchdog
 from .detection import detect
 from .dist_env import DistEnv, DistEnvError
 from .env_reader import quote
@@ -27,6 +27,7 @@ from .torchelastic import TorchElastic
 AGENT_STORE_VAR = "TORCHELASTIC_USE_AGENT_STORE"
 
 _current: DistEnv | None = None
+_watchdog = None  # watchdog.Watchdog while one runs
 
 
 def export_env(env: DistEnv, environ: MutableMapping[str, str]) -> None:
@@ -79,12 +80,16 @@ def init_kwargs(parameters: Collection[str], backend: str, timeout, device) -> d
     return kwargs
 
 
-def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None = None) -> DistEnv:
+def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None = None, check: bool = False,
+                     stall_timeout: float | None = None) -> DistEnv:
     """Detect the launcher, export RANK & co., pick the device and form the default process group.
 
     ``timeout`` is a ``datetime.timedelta`` or seconds; None keeps torch's default. ``debug``
-    forces the rank-0 diagnostics on or off (default: the AMLDIST_DEBUG variable). A second call
-    returns the same DistEnv without forming the group again.
+    forces the rank-0 diagnostics on or off (default: the AMLDIST_DEBUG variable). ``check`` runs
+    the fabric check once the group is formed (:mod:`.check`; raises ``FabricCheckFailed`` on every
+    rank when it fails). ``stall_timeout`` (seconds; default: the AMLDIST_STALL_TIMEOUT variable,
+    off when unset) starts the stall watchdog (:mod:`.watchdog`). A second call returns the same
+    DistEnv without forming the group again.
     """
     global _current
     import torch
@@ -95,8 +100,13 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
         _current = _current or detect()
         return _current
     env = detect()
+    stall = watchdog.stall_timeout(stall_timeout, os.environ)  # a bad value fails before the rendezvous
     export_env(env, os.environ)
     name = choose_backend(backend, torch.cuda.is_available())
+    if check and "nccl" in name:
+        from .check import probe_transport
+
+        probe_transport(os.environ)  # NCCL reads its variables when it starts: before init
     device = None
     if torch.cuda.is_available():
         index = cuda_device_index(env.local_rank, torch.cuda.device_count())
@@ -110,12 +120,37 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
     atexit.unregister(_collect_at_exit)
     atexit.register(_collect_at_exit)
     _current = env
+    if check:
+        _check(env)
+    if stall is not None:
+        _start_watchdog(env, stall)
     return env
+
+
+def _check(env: DistEnv) -> None:
+    from .check import FabricCheckFailed, run_check
+
+    failures = run_check(env)
+    if failures:
+        raise FabricCheckFailed("; ".join(failures))
+
+
+def _start_watchdog(env: DistEnv, seconds: float) -> None:
+    global _watchdog
+    _watchdog = watchdog.Watchdog(env.rank, env.world_size, watchdog.job_store(env), seconds).start()
+
+
+def _stop_watchdog() -> None:
+    global _watchdog
+    if _watchdog is not None:
+        _watchdog.stop()
+        _watchdog = None
 
 
 def _collect_at_exit() -> None:
     """atexit hook: tear the group down (if the script did not) and free what still refers to it
     while the interpreter is whole; see destroy()."""
+    _stop_watchdog()
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_initialized():
         dist.destroy_process_group()  # no barrier here: a rank may be exiting on an error
@@ -142,6 +177,7 @@ def destroy() -> None:
     """
     global _current
     _current = None
+    _stop_watchdog()  # waiting in the barrier below is not a stall
     dist = sys.modules.get("torch.distributed")  # never import torch just to find nothing to do
     if dist is not None and dist.is_initialized():
         dist.barrier()
