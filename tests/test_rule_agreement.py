@@ -220,7 +220,7 @@ def test_builders_convert_validate_and_both_dry_runs_agree_on_shm_size(cli, tmp_
     monkeypatch.chdir(tmp_path)
     assert shm_size.is_shm_size(value) == valid, "the rule"
     try:
-        amldist.pytorch_job(command="python t.py", environment=ENV, shm_size=value)
+        amldist.pytorch_job(command="python t.py", environment=ENV, process_count_per_instance=1, shm_size=value)
         built = True
     except BuilderError as exc:
         built = False
