@@ -68,6 +68,8 @@ _VERSION = re.compile(r"^(python|pypy|perl|ruby|php|lua|julia|pip)[0-9.]*$")
 def literal(raw: str) -> str | None:
     """A word's text after quote removal, or None when it is not a literal (an expansion, a
     placeholder, an unquoted pattern)."""
+    if "\0" in raw:  # a placeholder or an expansion, quoted or not
+        return None
     out, i = [], 0
     while i < len(raw):
         ch = raw[i]
