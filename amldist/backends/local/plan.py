@@ -39,6 +39,7 @@ from amldist.backends.local import launchers as envs
 from amldist.backends.local.code_copy import ALWAYS_SKIPPED, check_code_source
 from amldist.backends.local.command import literal_text
 from amldist.backends.local.job_values import job_command
+from amldist.rules.fabric import size_variables
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
 from amldist.rules import counts, paths, snapshot_preview
@@ -127,7 +128,8 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     notes = list(layout.notes) + envs.assign_gpus(layout, envs.visible_gpus(environ))
     removed = sorted(k for k in environ if envs.is_launcher_variable(k))
     base = envs.clean_environ(environ)
-    job_vars = dict(filled.variables)
+    # the size's facts for the runtime's fabric check (amldist.rules.fabric); the job's own values win
+    job_vars = {**size_variables(getattr(job.resources, "instance_type", None)), **filled.variables}
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     info = envs.run_info(name, layout.nodes)
