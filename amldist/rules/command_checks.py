@@ -23,21 +23,16 @@ agree). Standard library only: the validator's start-up depends on it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from amldist.rules.booleans import is_optional
+from amldist.rules.placeholder_patterns import LEGACY_REF, LEGACY_START, V2_REF, V2_START
 from amldist.rules.suggestions import suggest
 
 ERROR = "error"
 WARNING = "warning"
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # v2 names may be dotted (parameter groups), as the parser reads them
-_FAST = {
-    False: (re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _V2_NAME + r")\s*\}\}"), re.compile(r"\$\{\{\s*(?:inputs|outputs)\.")),
-    True: (re.compile(r"\{(inputs|outputs)\.(" + _NAME + r")\}"), re.compile(r"\{(?:inputs|outputs)\.")),
-}
+_FAST = {False: (V2_REF, V2_START), True: (LEGACY_REF, LEGACY_START)}  # the parser's own patterns
 
 
 @dataclass(frozen=True)

@@ -40,16 +40,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from amldist.errors import UserError
+from amldist.rules.placeholder_patterns import LEGACY_REF, LEGACY_START, V2_REF, V2_START
 
 LEGACY = "legacy"
 V2 = "v2"
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_V2_NAME = _NAME + r"(?:\." + _NAME + r")*"  # dotted: a flattened parameter group
-_LEGACY_REF = re.compile(r"\{(inputs|outputs)\.(" + _NAME + r")\}")
-_LEGACY_START = re.compile(r"\{(inputs|outputs)\.")
-_V2_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.(" + _V2_NAME + r")\s*\}\}")
-_V2_START = re.compile(r"\$\{\{\s*(inputs|outputs)\.")
+_LEGACY_REF, _LEGACY_START, _V2_REF, _V2_START = LEGACY_REF, LEGACY_START, V2_REF, V2_START
 _V2_MARKERS = re.compile(r"\$\{\{|\$\[\[")
 # `{inputs.x}` in a v2 command that is not the inside of `${{inputs.x}}`
 _LEGACY_IN_V2 = re.compile(r"(?<!\$\{)" + _LEGACY_REF.pattern)
