@@ -62,9 +62,9 @@ def first_error(text: str) -> str:
     return ""
 
 
-def submit(script_path: str, env: dict) -> str:
-    """``sbatch --parsable SCRIPT``: the job id; a refusal is one line naming the reason."""
-    done = call("sbatch", "--parsable", script_path, env=env, check=False)
+def submit(script_path: str, env: dict, extra=()) -> str:
+    """``sbatch --parsable [EXTRA] SCRIPT``: the job id; a refusal is one line naming the reason."""
+    done = call("sbatch", "--parsable", *extra, script_path, env=env, check=False)
     if done.returncode != 0:
         reason = first_error(done.stderr) or f"exit code {done.returncode}"
         hint = ("sinfo lists the partitions" if "partition" in reason.lower() else

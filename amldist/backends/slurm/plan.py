@@ -71,8 +71,9 @@ class SlurmJobPlan(Plan):
         return mask_tree({"backend": "slurm", "kind": "job", **dataclasses.asdict(self)})
 
 
-def plan(prepared, options: SlurmOptions, *, environ=None) -> SlurmJobPlan:
-    """Everything ``sbatch`` will get for ``prepared`` (see the module docstring)."""
+def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) -> SlurmJobPlan:
+    """Everything ``sbatch`` will get for ``prepared`` (see the module docstring); ``pending_inputs``: inputs
+    an earlier pipeline step will write, so they need not exist yet."""
     job, file = prepared.job, prepared.source
     environ = dict(os.environ if environ is None else environ)
     run_root = os.path.abspath(options.run_root)
@@ -81,7 +82,7 @@ def plan(prepared, options: SlurmOptions, *, environ=None) -> SlurmJobPlan:
     code_source = code_folder(job.code, prepared.base_dir, file)
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
-    filled = job_command(job, resolve_inputs(job.inputs, prepared.base_dir, file), file, run_dir)
+    filled = job_command(job, resolve_inputs(job.inputs, prepared.base_dir, file, pending_inputs), file, run_dir)
     launch, nodes, per_node = shape(job, file)
     base = launchers.clean_environ(environ)
     python = launchers.interpreter(options.python, base)

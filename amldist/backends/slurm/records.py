@@ -42,6 +42,14 @@ def read_meta(run_dir: str) -> dict | None:
         return None
 
 
+def write_meta(run_dir: str, meta: dict) -> None:
+    """``slurm.json``, replaced whole (a reader never sees half of it)."""
+    path = os.path.join(run_dir, META)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=2)
+    os.replace(path + ".tmp", path)
+
+
 def rank_exits(run_dir: str) -> dict[int, int]:
     """rank -> exit code, for the tasks that wrote one."""
     found = {}

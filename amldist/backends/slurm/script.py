@@ -55,7 +55,9 @@ def sbatch_options(name: str, run_dir: str, nodes: int, tasks_per_node: int, *, 
         options.append(f"--gpus-per-node={gpus_per_node}")
     options += [f"--{key}={value}" for key, value in (("time", time), ("partition", partition),
                                                        ("account", account)) if value]
-    options += [f"--chdir={run_dir}/code", f"--output={run_dir}/slurm_job.txt", "--export=ALL"]
+    # --no-requeue: a job whose node fails ends Failed, as on Azure ML, instead of starting over in the same
+    # run folder (Slurm's default requeues a batch job after a node failure)
+    options += [f"--chdir={run_dir}/code", f"--output={run_dir}/slurm_job.txt", "--export=ALL", "--no-requeue"]
     return tuple(options)
 
 

@@ -174,3 +174,66 @@ def test_no_sbatch_on_path_is_one_line(cli, tmp_path, monkeypatch):
     assert code == 2
     assert err.splitlines()[0] == "error: sbatch was not found on PATH: --slurm needs Slurm's client programs on this machine"
     assert not (tmp_path / ".amldist" / "slurm").exists()
+
+
+def test_the_three_step_pipeline_runs_with_dependencies_and_streams_to_the_end(on_cluster, cli, tmp_path):
+    code, out, err = cli("submit", str(SAMPLES / "pipeline" / "pipeline.yml"), "--slurm", "-n", "pipe", "--stream")
+    assert code == 0, err
+    assert "[evaluate] evaluate: y = " in out and "[train rank 3] rank 3/4" in out  # followed to the end
+    record = get_backend("slurm").show("pipe")
+    assert record.status == "Completed" and [s.status for s in record.steps] == ["Completed"] * 3
+    run = tmp_path / ".amldist" / "slurm" / "pipe"
+    assert "--dependency" not in (run / "prep" / "job.sbatch").read_text()  # given to sbatch, per step
+    assert any((run / "train" / "outputs" / "model").iterdir())
+
+
+def test_a_failing_step_stops_the_steps_that_read_from_it(on_cluster, cli, tmp_path):
+    (tmp_path / "pipeline.yml").write_text(textwrap.dedent("""\
+        $schema: https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json
+        type: pipeline
+        jobs:
+          first:
+            type: command
+            command: echo broken >&2; exit 4
+            environment: azureml:AzureML-sklearn-1.5@latest
+            outputs: {data: {type: uri_folder}}
+          second:
+            type: command
+            command: ls ${{inputs.data}}
+            environment: azureml:AzureML-sklearn-1.5@latest
+            inputs: {data: "${{parent.jobs.first.outputs.data}}"}
+            outputs: {more: {type: uri_folder}}
+          third:
+            type: command
+            command: ls ${{inputs.more}}
+            environment: azureml:AzureML-sklearn-1.5@latest
+            inputs: {more: "${{parent.jobs.second.outputs.more}}"}
+          apart:
+            type: command
+            command: echo independent
+            environment: azureml:AzureML-sklearn-1.5@latest
+        """))
+    assert cli("submit", str(tmp_path / "pipeline.yml"), "--slurm", "-n", "broken")[0] == 0
+    record = wait_ended("broken")
+    steps = {s.name: s for s in record.steps}
+    assert record.status == "Failed" and "step first failed" in record.error
+    assert steps["first"].status == "Failed" and steps["first"].exit_code == 4
+    assert steps["second"].status == steps["third"].status == "NotStarted"
+    assert steps["apart"].status == "Completed"
+    assert not (tmp_path / ".amldist" / "slurm" / "broken" / "second" / "state" / "started").exists()
+
+
+def test_a_node_that_fails_fails_the_job_in_one_line(on_cluster, cli, tmp_path):
+    job = worker_job(tmp_path, mode="hang", nodes=2, per_node=1)
+    assert cli("submit", str(job), "--slurm", "-n", "nodefail")[0] == 0
+    wait_for_pid_files(tmp_path / "pids", 2, timeout=JOB_TIMEOUT)
+    try:  # what slurmctld does when a node stops answering, without waiting SlurmdTimeout for it
+        subprocess.run(["scontrol", "update", "nodename=n2", "state=down", "reason=amldist-test"], check=True)
+        record = wait_ended("nodefail", timeout=120)
+    finally:
+        # ReturnToService=2 returns the node by itself once its slurmd answers; resume it when it has not yet
+        subprocess.run(["scontrol", "update", "nodename=n2", "state=resume"], capture_output=True)
+        on_cluster.wait_idle(60)
+    assert record.status == "Failed"
+    assert record.error == "a node of the job failed"
+    assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []

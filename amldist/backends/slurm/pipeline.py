@@ -1,0 +1,160 @@
+"""Pipelines on Slurm: each step its own Slurm job, started by Slurm once the steps it reads from completed.
+
+- :func:`plan_pipeline` is pure, as the local pipeline plan is: the same refusals (steps that cannot run
+  outside Azure ML, each named), the run folder ``<run root>/<pipeline>/`` with one Slurm run folder per
+  step (``<pipeline>/<step>/``), each step planned in the graph's order by the Slurm job plan; a step that
+  reads another's output gets that step's output folder as its input path (outputs flow by folder, as
+  mounts do on Azure and as in local runs);
+- :func:`run_pipeline` calls ``sbatch`` once per step, in that order, each with
+  ``--dependency=afterok:<the Slurm jobs of the steps it reads from>`` and ``--kill-on-invalid-dep=yes``:
+  a failing step makes Slurm drop every step that reads from it, directly or not (they are
+  ``NotStarted``), while the steps that do not depend on it run on;
+- :func:`pipeline_record` is the pipeline's record: each step's, and the pipeline's status in Azure ML's
+  words (Failed when a step failed, Completed when all completed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from amldist.backends.base import (CANCELED, COMPLETED, FAILED, NOT_STARTED, QUEUED, RUNNING, TERMINAL, JobRecord,
+                                   OutputRecord, Plan, StepRecord)
+from amldist.backends.local.pipeline_run import refuse_what_cannot_run_here
+from amldist.backends.local.plan import job_name
+from amldist.backends.slurm import commands, records
+from amldist.backends.slurm.plan import SlurmJobPlan, SlurmOptions, describe, plan
+from amldist.backends.slurm.submission import submit_job
+from amldist.errors import UserError
+from amldist.model.files import inside
+from amldist.rules.secrets import mask_tree
+from amldist.submit.pipeline import OutputRef
+from amldist.submit.prepared import PreparedJob
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    name: str  # qualified step name ("train", "outer/inner")
+    needs: tuple[str, ...]  # the steps it reads from
+    plan: SlurmJobPlan
+
+
+@dataclass(frozen=True)
+class SlurmPipelinePlan(Plan):
+    backend = "slurm"
+    kind = "pipeline"
+    pipeline_name: str
+    run_dir: str
+    source: str
+    steps: tuple[StepPlan, ...]
+    outputs: Mapping[str, str] = field(default_factory=dict)  # pipeline output -> the step's folder
+    stream: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.pipeline_name
+
+    def describe(self) -> str:
+        lines = [f"pipeline {self.name} on Slurm: {len(self.steps)} step(s), each its own Slurm job; run folder "
+                 f"{os.path.relpath(self.run_dir)} (not created)",
+                 "order: " + " -> ".join(s.name for s in self.steps)]
+        lines += [f"pipeline output {k}: {os.path.relpath(v)}" for k, v in self.outputs.items()]
+        for step in self.steps:
+            after = (f" (sbatch --dependency=afterok: the jobs of {', '.join(step.needs)}; "
+                     "--kill-on-invalid-dep=yes)" if step.needs else "")
+            lines += ["", f"== step {step.name}{after} ==", describe(step.plan)]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return mask_tree({"backend": "slurm", "kind": "pipeline", **dataclasses.asdict(self)})
+
+
+def plan_pipeline(prepared, options: SlurmOptions, *, environ=None) -> SlurmPipelinePlan:
+    """Everything the pipeline's sbatch calls will do (see the module docstring); starts and writes nothing."""
+    graph = prepared.graph
+    refuse_what_cannot_run_here(prepared)
+    run_root = os.path.abspath(options.run_root)
+    requested = options.name or graph.name
+    name = job_name(requested, run_root, explicit=bool(requested))
+    run_dir = os.path.join(run_root, name)
+    places: dict = {}
+    steps = []
+    for node in graph.nodes:
+        missing = [f"{ref.node}.{ref.output}" for ref in node.inputs.values()
+                   if isinstance(ref, OutputRef) and ref not in places]
+        if missing:
+            raise UserError(f"{prepared.source}: step {node.name} reads {', '.join(missing)}, which no step writes")
+        folder, leaf = os.path.split(node.name)
+        step_root = inside(run_dir, os.path.join(run_dir, folder))  # a step named ../../x stays in the pipeline
+        step_options = dataclasses.replace(options, name=leaf, run_root=step_root, stream=False)
+        pending = {k for k, v in node.inputs.items() if isinstance(v, OutputRef)}
+        job = PreparedJob(job=node.to_job(places, name=leaf), source=f"{prepared.source} (step {node.name})",
+                          base_dir=node.base_dir)
+        step = plan(job, step_options, environ=environ, pending_inputs=pending)
+        for out_name, where in step.outputs.items():
+            places[OutputRef(node.name, out_name)] = where
+        steps.append(StepPlan(node.name, tuple(node.needs), step))
+    outputs = {k: places[ref][0] for k, ref in graph.outputs.items() if ref in places}
+    return SlurmPipelinePlan(name, run_dir, prepared.source, tuple(steps), outputs, options.stream)
+
+
+def run_pipeline(pp: SlurmPipelinePlan) -> dict:
+    """``sbatch`` every step with its dependencies (see the module docstring); the pipeline's meta. When Slurm
+    refuses a step, the steps already queued are canceled: a pipeline runs whole or not at all."""
+    try:
+        os.makedirs(pp.run_dir)
+    except FileExistsError:
+        raise UserError(f"a Slurm run named {pp.name!r} already exists", hint="pass --name NEW") from None
+    ids: dict[str, str] = {}
+    try:
+        for step in pp.steps:
+            ids[step.name] = submit_job(step.plan, tuple(ids[n] for n in step.needs))["job_id"]
+    except UserError as exc:
+        for job_id in ids.values():
+            commands.call("scancel", job_id, check=False)
+        raise UserError(f"step {step.name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+    meta = {"kind": "pipeline", "name": pp.name, "outputs": dict(pp.outputs),
+            "steps": [{"name": s.name, "needs": list(s.needs), "run_dir": s.plan.run_dir, "job_id": ids[s.name]}
+                      for s in pp.steps]}
+    records.write_meta(pp.run_dir, meta)
+    print(f"pipeline {pp.name}: " + ", ".join(f"{n} = Slurm job {i}" for n, i in ids.items()), flush=True)
+    return meta
+
+
+def step_record(step: dict) -> StepRecord:
+    """One step: its Slurm run's status; a step Slurm dropped before it started is NotStarted."""
+    run = records.record(step["run_dir"])
+    status, note = run.status, None
+    if status in (CANCELED, FAILED) and run.start_time is None and run.stopped_by != "amldist job cancel":
+        status, note = NOT_STARTED, "not started: a step it reads from did not complete"
+    codes = [r.exit_code for r in run.ranks if r.exit_code]
+    return StepRecord(step["name"], status, exit_code=codes[0] if codes else None, start_time=run.start_time,
+                      end_time=run.end_time, duration_seconds=run.duration_seconds, needs=tuple(step["needs"]),
+                      run_dir=step["run_dir"], note=note or run.error)
+
+
+def pipeline_record(run_dir: str, meta: dict) -> JobRecord:
+    """The pipeline's record (see the module docstring)."""
+    steps = tuple(step_record(s) for s in meta["steps"])
+    statuses = [s.status for s in steps]
+    settled = all(s in TERMINAL or s == NOT_STARTED for s in statuses)
+    if not settled:
+        status = RUNNING if any(s not in (QUEUED, NOT_STARTED) + TERMINAL for s in statuses) else QUEUED
+    else:
+        status = (FAILED if FAILED in statuses else CANCELED if CANCELED in statuses
+                  else COMPLETED if all(s == COMPLETED for s in statuses) else FAILED)
+    failed = next((s for s in steps if s.status == FAILED), None)
+    starts = [s.start_time for s in steps if s.start_time]
+    ends = [s.end_time for s in steps if s.end_time]
+    end = max(ends) if settled and ends else None
+    return JobRecord(name=meta["name"], backend="slurm", kind="pipeline", status=status,
+                     start_time=min(starts) if starts else None, end_time=end,
+                     duration_seconds=records.seconds_between(min(starts) if starts else None, end), steps=steps,
+                     outputs=tuple(OutputRecord(k, v) for k, v in meta.get("outputs", {}).items()),
+                     error=f"step {failed.name} failed: {failed.note}" if failed else None,
+                     details={"run_dir": run_dir, "slurm_job_ids": {s["name"]: s["job_id"] for s in meta["steps"]},
+                              "dependencies": shlex.join(f"{s['name']}<-{','.join(s['needs'])}" for s in meta["steps"]
+                                                         if s["needs"])})
