@@ -34,6 +34,11 @@ def _walk(folder: str):
     return found
 
 
+def is_pattern(text: str) -> bool:
+    """Whether ``text`` has a wildcard (``*``, ``?`` or ``[``): expanded here when it names no path."""
+    return any(ch in text for ch in "*?[")
+
+
 def no_targets() -> UserError:
     return UserError("no paths given", hint="amldist validate FILE_OR_FOLDER... (folders are searched for YAML)")
 
@@ -45,7 +50,7 @@ def expand(target: str) -> list[tuple[str, bool]]:
         return [(found, False) for found in _walk(target)]
     if os.path.exists(target):
         return [(target, True)]
-    if not any(ch in target for ch in "*?["):
+    if not is_pattern(target):
         raise UserError(f"{target} does not exist", hint="pass YAML files or folders that contain them")
     matches = sorted(m for m in _glob(target) if os.path.isdir(m) or m.lower().endswith(SUFFIXES))
     if not matches:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 
 from amldist.rules.ignore_files import read_lines, spec_from_lines
+from amldist.validate.discover import is_pattern
 
 IGNORE_FILES = (".gitignore", ".amlignore")
 
@@ -27,11 +28,11 @@ def walked_root(argument: str) -> str | None:
     """The folder whose ignore files apply to what ``argument`` finds; None for a file."""
     if os.path.isdir(argument):
         return argument
-    if os.path.exists(argument) or not any(ch in argument for ch in "*?["):
+    if os.path.exists(argument) or not is_pattern(argument):
         return None
     head = []
     for part in argument.replace(os.sep, "/").split("/"):
-        if any(ch in part for ch in "*?["):
+        if is_pattern(part):
             break
         head.append(part)
     return "/".join(head) or "."
