@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         return closed_output.flushed(int(exc.code or 0))
     global_options.apply(flags, getattr(args, "command", None))
     args.only_show_errors = "--only-show-errors" in flags  # for output that is not stderr (validate's findings)
-    if getattr(args, "print_completion", None):
-        return global_options.print_completion(parser, args.print_completion)
+    if getattr(args, "print_completion", None):  # run as a command: a closed pipe or no shtab is handled below
+        args.func = lambda parsed: global_options.print_completion(parser, parsed.print_completion)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -176,3 +177,9 @@ def test_only_show_errors_hides_a_dry_runs_warnings_too(tmp_path, cli, monkeypat
     code, out, err = cli("submit", str(job), "--local", "--dry-run", "--only-show-errors")
     assert code == 0 and "code snapshot: 40.0 MB" in out
     assert "warning:" not in out + err and "note:" not in out + err
+
+
+def test_a_completion_script_read_in_part_ends_quietly():
+    done = subprocess.run(f"{shlex.quote(sys.executable)} -m amldist --print-completion bash | head -1", shell=True,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("#") and done.stderr == ""
