@@ -58,3 +58,20 @@ def test_bench_validate_quick():
     assert "12 specs" in out and "speed-up:" in out and "x of the import" in out
     assert "azure-ai-ml load + _validate():" in out and "files raised" in out
     assert out.count("target <= 0.08") == 2 and "target >= 50x" in out
+
+
+def test_bench_pipeline_local_runs_the_pipelines_own_steps(tmp_path):
+    import yaml
+
+    bench = bench_module("bench_pipeline_local")
+    commands = bench.step_jobs(str(tmp_path))
+    sample = ROOT / "samples" / "pipeline"
+    pipeline = yaml.safe_load((sample / "pipeline.yml").read_text())
+    assert [argv[argv.index("--name") + 1] for argv in commands] == list(pipeline["jobs"])
+    files = [argv[argv.index("submit") + 1] for argv in commands]
+    result = check(files)
+    assert not result.count("error"), result.diagnostics  # the bench stops when a step fails
+    train = yaml.safe_load(open(files[1], encoding="utf-8"))
+    component = yaml.safe_load((sample / "train_component.yml").read_text())
+    assert train["distribution"] == component["distribution"]
+    assert train["resources"]["instance_count"] == component["resources"]["instance_count"]
