@@ -469,20 +469,37 @@ class _Lexer:
             self._quotes_escapes_expansions(frame, ch)
 
 
-def _role_of(place: _Place, roles_of, seen=()) -> tuple[str, str]:
-    """The place's role in its command, or the risky role of the word its $(...) lands in."""
-    command = place.command
+def _role_of(place: _Place, roles_of) -> tuple[str, str]:
+    """The place's role in its command, or the role of the word its $(...) lands in when that is
+    risky, or an assignment (the value then lives on in a variable)."""
+    command, seen = place.command, set()
     if command is None:
         return roles.ARGUMENT, ""
     role = roles_of(command).of(place.word)
-    while command.parent is not None and command not in seen and role[0] in roles.SAFE_ROLES:
-        seen = (*seen, command)
+    while command.parent is not None and id(command) not in seen and role[0] in roles.SAFE_ROLES:
+        seen.add(id(command))
         outer, word = command.parent
         outer_role = roles_of(outer).of(word)
-        if outer_role[0] not in roles.SAFE_ROLES:
-            return outer_role
+        if outer_role[0] not in roles.SAFE_ROLES or outer_role[0] == roles.ASSIGNMENT:
+            role = outer_role
         command = outer
     return role
+
+
+def _code_sink(commands: list, roles_of) -> str | None:
+    """A reader of code that a variable could reach: a word a shell, evaluator or arithmetic reads
+    as code that holds an expansion (``bash -c "$x"``, ``eval $x``, ``$x``), or a command reading
+    code on its standard input (``... | sh``). Values kept in variables are then not proven safe."""
+    for command in commands:
+        found = roles_of(command)
+        for word in command.words:
+            role, via = found.of(word)
+            if role not in roles.SAFE_ROLES and ("$" in word.raw or "`" in word.raw):
+                return via or word.raw
+        if found.stdin[0] not in roles.SAFE_ROLES and (command.piped or command.stdin_holders or any(
+                w.kind == roles.HERESTRING for w in command.words)):
+            return found.stdin[1]
+    return None
 
 
 def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, Context]:
@@ -499,11 +516,14 @@ def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, Context]:
 
     # A pipe into a reader of code (| sh, | xargs sh -c, | bash): what comes before may be its code.
     readers = [c for c in lexer.commands if c.piped and roles_of(c).stdin[0] not in roles.SAFE_ROLES]
+    sink = _code_sink(lexer.commands, roles_of)
     found = {}
     for start, place in places.items():
         role, via = _role_of(place, roles_of)
         later = [c for c in readers if c.start > start]
         if role in roles.SAFE_ROLES and later:
             role, via = roles.SHELL_CODE, f"a pipe into {roles_of(later[0]).stdin[1] or 'a shell'}"
+        elif role == roles.ASSIGNMENT and sink:
+            role, via = roles.SHELL_CODE, f"a variable that {sink} may read as code"
         found[start] = Context(place.quoting, role, via, place.enclosing)
     return found

@@ -171,6 +171,9 @@ class Roles:
             self._wrapped(words, k + 1, name if name != "find" else "find -exec", find=name == "find")
         elif name in ("let",):
             self._set(words, k + 1, ARITHMETIC, "let")
+        elif name in _SETTERS or (name == "printf" and any(literal(w.raw) == "-v" for w in words[k + 1:])):
+            self._set(words, k + 1, ASSIGNMENT, name)  # the value goes into a variable
+            self.stdin = (ASSIGNMENT, name)
         elif name in ("declare", "typeset", "local", "export", "readonly"):
             self._declare(words, k, name)
         elif name in INTERPRETERS:
@@ -266,5 +269,6 @@ class Roles:
                 return
 
 
+_SETTERS = {"read", "mapfile", "readarray", "getopts"}
 _KNOWN = SHELLS | EVALUATORS | WRAPPERS | set(INTERPRETERS) | _ORDINARY | {"let", "declare", "typeset", "local",
                                                                           "export", "readonly"}

@@ -22,15 +22,16 @@ WRAPPERS = ["", "timeout 20 ", "/usr/bin/env ", "env -u NOPE ", "nice -n 1 ", "n
             "setsid ", "timeout 20 nice -n 1 /usr/bin/env "]
 QUOTES = {"bare": "{}", "double": '"{}"', "single": "'{}'"}
 V = "${{inputs.v}}"
-# Where a shell or evaluator would read the value as code: X is the placeholder as quoted.
+# Where a shell or evaluator would read the value as code: @@ is the placeholder as quoted.
 CODE_CONTEXTS = [
-    "{w}bash -c X", "{w}sh -c X", "{w}\"bash\" -c X", "{w}/bin/sh -ec X", "$SHELL -c X", "{w}eval X",
-    "trap X EXIT", "{w}bash <<< X", "echo X | {w}sh", "printf '%s' X | xargs -0 {w}sh -c",
-    "find . -maxdepth 0 -exec {w}sh -c X \\;", "{w}X", "N=X; echo $((N+1))", "echo $((X))",
-    "{w}sh -c \"echo X\"", "{w}bash <<EOF\nX\nEOF",
+    "{w}bash -c @@", "{w}sh -c @@", "{w}\"bash\" -c @@", "{w}/bin/sh -ec @@", "$SHELL -c @@", "{w}eval @@",
+    "trap @@ EXIT", "{w}bash <<< @@", "echo @@ | {w}sh", "printf '%s' @@ | xargs -0 {w}sh -c",
+    "find . -maxdepth 0 -exec {w}sh -c @@ \\;", "{w}@@", "N=@@; echo $((N+1))", "echo $((@@))",
+    "{w}sh -c \"echo @@\"", "{w}bash <<EOF\n@@\nEOF", "x=$(echo @@); {w}bash -c \"$x\"", "read -r x <<< @@; eval \"$x\"",
+    "export Y=@@; {w}sh -c 'eval \"$Y\"'",
 ]
 # Where the value is an argument of an ordinary program: it must arrive as its literal text.
-ARGUMENT_CONTEXTS = ["{w}printf '<%s>\\n' X", "{w}python3 -c 'import sys; print(sys.argv[1:])' X"]
+ARGUMENT_CONTEXTS = ["{w}printf '<%s>\\n' @@", "{w}python3 -c 'import sys; print(sys.argv[1:])' @@"]
 PAYLOADS = ["; touch M", "$(touch M)", "`touch M`", "' ; touch M ; '", '" ; touch M ; "', "\ntouch M\n", "| touch M",
             "&& touch M", "a[$(touch M)]", "a[b[0]+$(touch M)]", "x; touch M #", "$(touch${IFS}M)", "\"$(touch M)\"",
             "';touch M;'", "${x:=$(touch M)}", "touch M;"]
@@ -39,7 +40,7 @@ HOSTILE = st.one_of(st.sampled_from(PAYLOADS), st.tuples(st.text(st.sampled_from
 
 
 def command_for(template: str, wrapper: str, quote: str) -> str:
-    return template.replace("{w}", wrapper).replace("X", QUOTES[quote].format(V))
+    return template.replace("{w}", wrapper).replace("@@", QUOTES[quote].format(V))
 
 
 def attempt(shell: str, command: str, value: str, cwd) -> str | None:
