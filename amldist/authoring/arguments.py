@@ -57,6 +57,9 @@ def shm_size(value):
     return value.strip()
 
 
+MAX_TIMEOUT_SECONDS = 86_399_999_999_999  # the schema's limits.timeout maximum
+
+
 def timeout_seconds(value):
     """Seconds (int or a whole-second timedelta), above 0; Azure sends it as an ISO-8601 duration."""
     if value is None:
@@ -70,6 +73,8 @@ def timeout_seconds(value):
         raise BuilderError("timeout", f"must be a number of seconds, got {value!r}", hint="e.g. timeout=3600")
     if value <= 0:
         raise BuilderError("timeout", f"must be above 0 seconds, got {value}")
+    if value > MAX_TIMEOUT_SECONDS:  # azure-ai-ml writes it as a duration of at most 999,999,999 days
+        raise BuilderError("timeout", f"must be at most {MAX_TIMEOUT_SECONDS} seconds, got {str(value)[:30]}")
     return value
 
 

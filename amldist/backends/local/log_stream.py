@@ -41,14 +41,19 @@ class LogFollower:
             self._emit([self.pending.pop(path)], prefix)
 
     def _lines(self, path: str, data: bytes, prefix: str) -> None:
-        parts = _LINE_END.split(data)
-        rest = parts.pop()  # after the last line end: unfinished
-        if data.endswith(b"\r"):  # maybe the first half of "\r\n": decide when the next byte comes
-            rest = parts.pop() + b"\r" if parts else rest
+        lines, start = [], 0
+        for end in _LINE_END.finditer(data):
+            if end.group() == b"\r" and end.end() == len(data):
+                break  # maybe the first half of "\r\n": decided when the next byte comes
+            line = data[start:end.start()]
+            if line or end.group() != b"\r":  # a bare \r with nothing before it (a bar's first draw) is no line
+                lines.append(line)
+            start = end.end()
+        rest = data[start:]
         while len(rest) > MAX_LINE:
-            parts.append(rest[:MAX_LINE])
+            lines.append(rest[:MAX_LINE])
             rest = rest[MAX_LINE:]
-        self._emit(parts, prefix)
+        self._emit(lines, prefix)
         if rest:
             self.pending[path] = rest
 

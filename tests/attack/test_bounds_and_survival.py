@@ -1,0 +1,262 @@
+"""Issue 17 points 4, 5, 6 and 7 through the real ``amldist``: pathological ignore patterns, growing logs,
+a full disk, a closed or full stdout, secrets under other names, and daemons that try to outlive the run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from amldist.backends.local.log_stream import MAX_LINE, LogFollower
+from tests.attack.limits import amldist
+from tests.conftest import ROOT
+
+JOB = """\
+$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+type: command
+command: {command}
+environment: azureml:env:1
+code: .
+"""
+PATHOLOGICAL = "*a*a*a*a*a*a*a*a*a*a*a*a*b"
+
+
+def _job(folder, command, extra=""):
+    (folder / "job.yml").write_text(JOB.format(command=command) + extra, encoding="utf-8")
+    return folder
+
+
+# --- point 4: bounds ------------------------------------------------------------------------------
+@pytest.mark.parametrize("ignore_file", [".gitignore", ".amlignore"])
+def test_a_pathological_ignore_pattern_does_not_hang_validate_nor_the_code_copy(tmp_path, ignore_file):
+    _job(tmp_path, "ls > /dev/null")
+    (tmp_path / ignore_file).write_text(PATHOLOGICAL + "\n", encoding="utf-8")
+    for i in range(20):  # names the pattern almost matches: exponential work for a backtracking matcher
+        (tmp_path / ("a" * (40 + i))).write_text("x")
+    started = time.monotonic()
+    amldist("validate", tmp_path, timeout=60).assert_clean(codes=(0, 1))
+    amldist("validate", tmp_path, "--exclude", PATHOLOGICAL, timeout=60).assert_clean(codes=(0, 1))
+    amldist("submit", "job.yml", "--local", cwd=tmp_path, timeout=60).assert_clean(codes=(0,))
+    assert time.monotonic() - started < 45
+
+
+def test_the_stream_follower_prints_each_line_once_and_keeps_a_bounded_unfinished_line(tmp_path):
+    log = tmp_path / "log.txt"
+    printed: list[str] = []
+    follower = LogFollower(printed.append)
+    with open(log, "ab", buffering=0) as fh:
+        fh.write(b"first\nsecond")
+        follower.copy(str(log), "[r] ")
+        for percent in range(0, 101, 10):  # a progress bar: \r and no newline
+            fh.write(f"\r{percent}%".encode())
+            follower.copy(str(log), "[r] ")
+        fh.write(b"\n" + b"x" * (3 * MAX_LINE))  # a line that never ends
+        follower.copy(str(log), "[r] ")
+        assert len(follower.pending.get(str(log), b"")) <= MAX_LINE
+        fh.write(b"\r\nlast")
+        follower.copy(str(log), "[r] ", final=True)
+    lines = "".join(printed).split("\n")[:-1]
+    assert lines[:2] == ["[r] first", "[r] second"]
+    assert [line for line in lines if line.endswith("%")] == [f"[r] {p}%" for p in range(0, 101, 10)]
+    assert lines[-1] == "[r] last" and sum(len(line) - 4 for line in lines if "xxx" in line) == 3 * MAX_LINE
+
+
+def test_stream_of_a_real_run_prints_each_progress_line_once(tmp_path):
+    script = "import sys, time\nfor i in range(5):\n    sys.stdout.write(f'\\rstep {i}'); sys.stdout.flush(); time.sleep(0.1)\nprint()\n"
+    (tmp_path / "bar.py").write_text(script)
+    _job(tmp_path, "python bar.py")
+    result = amldist("submit", "job.yml", "--local", "--stream", cwd=tmp_path, timeout=60)
+    result.assert_clean(codes=(0,))
+    streamed = [line for line in result.out.splitlines() if line.startswith("[process]")]
+    assert streamed == [f"[process] step {i}" for i in range(5)]
+
+
+# --- point 5: a full disk, a closed stdout --------------------------------------------------------
+FILL = """\
+import os, time
+if int(os.environ.get("RANK", "0")) == 1:
+    time.sleep(0.3)
+    raise SystemExit(0)  # ends while the disk is full: status.json cannot be written then
+fd = os.open("fill.bin", os.O_WRONLY | os.O_CREAT, 0o600)
+try:
+    while True:
+        os.write(fd, b"x" * 4096)
+except OSError:
+    pass
+os.close(fd)
+time.sleep(1.5)
+os.unlink("fill.bin")
+"""
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 2 MiB tmpfs (needs root and mount(2)); skipped where it cannot be mounted."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root, or no mount)")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_a_rank_that_fills_the_disk_for_a_moment_does_not_stop_the_run(tiny_disk):
+    (tiny_disk / "fill.py").write_text(FILL)
+    _job(tiny_disk, "python fill.py", "distribution: {type: pytorch, process_count_per_instance: 2}\n")
+    result = amldist("submit", "job.yml", "--local", "--name", "full", cwd=tiny_disk, timeout=90)
+    result.assert_clean(codes=(0,))
+    assert "status: Completed" in result.out and "Failed" not in result.out
+    assert "cannot write" in result.err and "status.json is written again" in result.err
+    status = (tiny_disk / ".amldist" / "runs" / "full" / "status.json").read_text()
+    assert '"status": "Completed"' in status
+
+
+def test_a_failing_status_write_is_retried_and_never_fatal(tmp_path, monkeypatch, capsys):
+    from amldist.backends.local import run_state
+
+    real, calls = run_state.write_state, {"n": 0}
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if 2 <= calls["n"] <= 6:  # a few writes in a row fail, as on a disk full for a moment
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_state, "write_state", flaky)
+    from tests.e2e.test_local_runs import run_local, write_job
+
+    run = run_local(tmp_path, write_job(tmp_path, "command: sleep 0.3\n"))
+    assert run.code == 0, run.err
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "written again" in err
+    assert calls["n"] > 6
+
+
+def test_a_closed_stdout_ends_quietly_with_the_commands_own_code(tmp_path):
+    _job(tmp_path, "echo hi")
+    for args, expected in ((["validate", "job.yml"], 0), (["submit", "job.yml", "--local", "--dry-run"], 0),
+                           (["validate", "missing.yml"], 2)):
+        proc = subprocess.Popen([sys.executable, "-m", "amldist", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdout.close()  # `| head` that already quit
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == expected, err
+        assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
+
+
+def test_a_full_stdout_is_one_line(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    _job(tmp_path, "echo hi")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "amldist", "submit", "job.yml", "--local", "--dry-run"],
+                              cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == ["error: cannot write the output: No space left on device"]
+
+
+# --- point 6: secrets ---------------------------------------------------------------------------
+PIPELINE = """\
+$schema: https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json
+type: pipeline
+name: secretpipe
+inputs:
+  db_pass: sk-LIVE-pipe-1234
+jobs:
+  step:
+    type: command
+    command: echo ${{inputs.setting}} > /dev/null
+    environment: azureml:env:1
+    inputs:
+      setting: ${{parent.inputs.db_pass}}
+"""
+COMPONENT = """\
+$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json
+name: trainer
+version: 1
+type: command
+command: python train.py --k ${{inputs.api_key}} --c ${{inputs.hmac}}
+environment: azureml:env:1
+inputs:
+  api_key: {type: integer}
+  hmac: {type: string, enum: [a, b]}
+"""
+
+
+def _all_text(folder) -> str:
+    chunks = []
+    for here, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(here, name)
+            if not os.path.islink(path):
+                with open(path, "rb") as fh:
+                    chunks.append(fh.read().decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+def test_a_secret_passed_under_another_name_stays_masked_in_messages_and_files(tmp_path):
+    (tmp_path / "pipeline.yml").write_text(PIPELINE)
+    for args in (("--local", "--dry-run"), ("--dry-run",), ("--local",)):
+        result = amldist("submit", "pipeline.yml", *args, cwd=tmp_path, timeout=90)
+        result.assert_clean(codes=(0,))
+        assert "sk-LIVE" not in result.out + result.err, args
+    assert "setting: '***'" in (tmp_path / ".amldist" / "runs" / "secretpipe" / "step" / "job.yml").read_text()
+    assert "sk-LIVE" not in _all_text(tmp_path / ".amldist")
+
+
+@pytest.mark.parametrize("given", [("api_key=sk-LIVE-1234", "hmac=a"), ("api_key=3", "hmac=sk-LIVE-1234")])
+def test_error_messages_never_print_a_secret_inputs_value(tmp_path, given):
+    (tmp_path / "component.yml").write_text(COMPONENT)
+    args = [part for value in given for part in ("--input", value)]
+    for extra in (("--local", "--dry-run"), ("--dry-run",)):
+        result = amldist("submit", "component.yml", *extra, *args, cwd=tmp_path)
+        result.assert_clean(codes=(1, 2))
+        assert "sk-LIVE" not in result.out + result.err and "***" in result.err
+
+
+# --- point 7: no survivor -----------------------------------------------------------------------
+DAEMON = ("setsid sh -c 'sleep {a} & sleep {b} & wait' > /dev/null 2>&1 < /dev/null & "
+          "(setsid sh -c 'sleep {c}' > /dev/null 2>&1 < /dev/null &) ; {tail}")
+
+
+def _alive(pattern: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+    return [pid for pid in found if pid != str(os.getpid())]
+
+
+def _gone(pattern: str, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pattern):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_completed_job_leaves_no_daemon_nor_a_daemons_child(tmp_path):
+    tag = f"{os.getpid() % 1000 + 3000}"  # sleep durations unique to this test run, to find them by name
+    _job(tmp_path, DAEMON.format(a=f"{tag}.1", b=f"{tag}.2", c=f"{tag}.3", tail="sleep 0.5"))
+    amldist("submit", "job.yml", "--local", cwd=tmp_path, timeout=60).assert_clean(codes=(0,))
+    assert _gone(f"sleep {tag}\\."), _alive(f"sleep {tag}\\.")
+
+
+def test_sigkill_to_amldist_leaves_no_daemon_of_the_run(tmp_path):
+    tag = f"{os.getpid() % 1000 + 5000}"
+    _job(tmp_path, DAEMON.format(a=f"{tag}.1", b=f"{tag}.2", c=f"{tag}.3", tail=f"sleep {tag}.4"))
+    proc = subprocess.Popen([sys.executable, "-m", "amldist", "submit", "job.yml", "--local"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while len(_alive(f"^sleep {tag}\\.")) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_alive(f"^sleep {tag}\\.")) == 4
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert _gone(f"sleep {tag}\\.", 20), _alive(f"sleep {tag}\\.")
+    finally:
+        for pid in _alive(f"sleep {tag}\\."):
+            os.kill(int(pid), signal.SIGKILL)
