@@ -111,3 +111,17 @@ def test_a_local_run_passes_its_size_to_the_ranks(cli, tmp_path, monkeypatch):
     assert code == 0, err
     assert "AMLDIST_VM_SIZE=Standard_ND96asr_v4" in out and "AMLDIST_VM_INFINIBAND=1" in out
     assert "AMLDIST_EXPECTED_BUSBW_GBS=150" in out  # the job's own value wins
+
+
+def test_an_azure_body_carries_the_size_for_a_distributed_job(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "t.py").write_text("print(1)\n")
+    (tmp_path / "job.yml").write_text("type: command\ncode: src\ncommand: python t.py\nenvironment: azureml:e@latest\n"
+                                      "compute: azureml:gpu\ndistribution:\n  type: pytorch\n"
+                                      "  process_count_per_instance: 8\nresources:\n  instance_count: 2\n"
+                                      "  instance_type: Standard_ND96asr_v4\n")
+    code, out, err = cli("submit", "job.yml", "--dry-run", "-w", "ws", "-g", "rg", "--subscription",
+                         "00000000-0000-0000-0000-000000000000")
+    assert code == 0, err
+    assert '"AMLDIST_VM_SIZE": "Standard_ND96asr_v4"' in out and '"AMLDIST_EXPECTED_BUSBW_GBS": "180"' in out

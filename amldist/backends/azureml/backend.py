@@ -149,6 +149,7 @@ class AzureMLBackend(Backend):
         from amldist.azure_sdk.code_snapshot import plan_snapshot
         from amldist.backends.azureml.workspace import require_workspace
         from amldist.azure_sdk.entities import rest_body
+        from amldist.rules.fabric import size_variables
 
         require_azure(need_identity=False)  # the snapshot and the body are azure-ai-ml's: one line, not a crash
         if isinstance(prepared, PreparedPipeline):
@@ -162,6 +163,9 @@ class AzureMLBackend(Backend):
                             "Azure ML cannot carry", hint="run it as a step of a pipeline job (the includes are "
                             "uploaded with it), or locally with --local")
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
+        sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
+        if sized:  # the size's facts for the runtime's fabric check; the job's own values win
+            job.environment_variables = {**sized, **(job.environment_variables or {})}
         if options.name:
             job.name = check_job_name(options.name)  # one folder name, one printable word (rules/names)
         try:

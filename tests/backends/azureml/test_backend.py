@@ -105,7 +105,7 @@ def test_submit_sends_the_job_and_the_code_snapshot(fake_azure, tmp_path, capsys
     assert props["command"] == "python -m amldist.runtime -- python train.py --epochs ${{inputs.epochs}}"
     assert props["inputs"]["epochs"]["value"] == "3"
     # The service gets the real values; only printing masks them.
-    assert props["environmentVariables"] == {"NCCL_DEBUG": "INFO", "HF_TOKEN": "hf_realtokenvalue"}
+    assert props["environmentVariables"] == {"NCCL_DEBUG": "INFO", "HF_TOKEN": "hf_realtokenvalue", **NC24RS_V3}
     assert props["limits"]["timeout"] == "PT1H"
     assert props["computeId"] == f"{fake_azure.ws_path}/computes/gpu-cluster"
     (code_key,) = fake_azure.codes
@@ -299,11 +299,15 @@ def test_workspace_from_config_json_in_the_current_folder(fake_azure, tmp_path, 
     assert len(fake_azure.job_puts()) == 1
 
 
+# what amldist adds for the runtime's fabric check (amldist.rules.fabric): the size's facts
+NC24RS_V3 = {"AMLDIST_VM_SIZE": "Standard_NC24rs_v3", "AMLDIST_VM_INFINIBAND": "1", "AMLDIST_EXPECTED_BUSBW_GBS": "6"}
+
+
 def test_dry_run_prints_the_rest_body_with_secrets_masked_and_sends_nothing(fake_azure, tmp_path):
     text = dry_run(make_project(tmp_path), SubmitOptions(name="dry-1"))
     body = json.loads(text)["request"]["body"]
     props = body["properties"]
-    assert props["environmentVariables"] == {"NCCL_DEBUG": "INFO", "HF_TOKEN": "***"}
+    assert props["environmentVariables"] == {"NCCL_DEBUG": "INFO", "HF_TOKEN": "***", **NC24RS_V3}
     assert props["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 4}
     assert props["resources"]["instanceCount"] == 2
     assert props["command"].startswith("python -m amldist.runtime -- python train.py")
