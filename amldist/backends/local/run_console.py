@@ -63,11 +63,14 @@ class CopyProgress:
 
 
 def logs_command(job_name: str, run_dir: str, *, rank: int | None = None, cwd: str | None = None) -> str:
-    """``amldist job logs NAME`` as it finds this run from ``cwd``."""
+    """``amldist job logs NAME`` as it finds this run from ``cwd`` (a pipeline's step: ``PIPELINE --step NAME``)."""
     argv = ["amldist", "job", "logs", job_name]
     run_root = os.path.dirname(os.path.abspath(run_dir))
-    if os.path.normpath(os.path.relpath(run_root, cwd or os.getcwd())) != DEFAULT_RUN_ROOT:
-        argv += ["--run-root", os.path.relpath(run_root, cwd or os.getcwd())]
+    where = os.path.normpath(os.path.relpath(run_root, cwd or os.getcwd()))
+    if os.path.dirname(where) == DEFAULT_RUN_ROOT:  # .amldist/runs/<pipeline>/<step>
+        argv = ["amldist", "job", "logs", os.path.basename(where), "--step", job_name]
+    elif where != DEFAULT_RUN_ROOT:
+        argv += ["--run-root", where]
     if rank is not None:
         argv += ["--rank", str(rank)]
     return shlex.join(argv)

@@ -58,6 +58,8 @@ def test_a_small_folder_prints_nothing(tmp_path):
 def test_the_logs_command_finds_the_run_from_here(tmp_path):
     default = tmp_path / ".amldist" / "runs" / "job1"
     assert logs_command("job1", str(default), cwd=str(tmp_path)) == "amldist job logs job1"
+    step = tmp_path / ".amldist" / "runs" / "pipe1" / "train"
+    assert logs_command("train", str(step), cwd=str(tmp_path)) == "amldist job logs pipe1 --step train"
     other = tmp_path / "elsewhere" / "job1"
     assert logs_command("job1", str(other), rank=2, cwd=str(tmp_path)) == \
         "amldist job logs job1 --run-root elsewhere --rank 2"
