@@ -4,10 +4,10 @@ azure-ai-ml, when imported, gives its ``azure.ai.ml`` logger an INFO level and a
 own, and logs "Class X: This is an experimental class..." at WARNING for schemas every job uses, on
 success and error paths alike: nothing a user can act on. So:
 
-- the experimental notices print only with ``--debug`` (the CLI sets ``AMLDIST_DEBUG`` for it);
-- once azure-ai-ml is imported, its logger follows the ``azure`` logger's level, which the CLI sets
-  from ``--verbose``/``--debug`` (ERROR otherwise); a library user who configured nothing gets its
-  warnings, never its INFO chatter.
+- its warnings and log lines, the experimental notices included, print only with ``--debug`` (the CLI
+  sets ``AMLDIST_DEBUG`` for it; ``--verbose`` shows the rest of the Azure SDK's warnings, not these):
+  once azure-ai-ml is imported its logger is set back to ERROR, or with ``--debug`` to the ``azure``
+  logger's level. amldist's own errors say what to do instead.
 
 Standard library only, so the CLI can call :func:`quiet_azure_ai_ml` before azure-ai-ml is imported.
 """
@@ -26,5 +26,5 @@ def quiet_azure_ai_ml() -> None:
     debug = bool(os.environ.get("AMLDIST_DEBUG"))
     logging.getLogger(EXPERIMENTAL_LOGGER).setLevel(logging.NOTSET if debug else logging.ERROR)
     if "azure.ai.ml" in sys.modules:  # its import set INFO: bring it back to what the flags ask
-        level = logging.getLogger("azure").getEffectiveLevel()
-        logging.getLogger("azure.ai.ml").setLevel(level if debug else max(level, logging.WARNING))
+        level = logging.getLogger("azure").getEffectiveLevel() if debug else logging.ERROR
+        logging.getLogger("azure.ai.ml").setLevel(level)

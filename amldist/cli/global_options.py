@@ -6,7 +6,7 @@ before the sub-command, and ``az ml job show -n X --debug`` puts it last). What 
 
 - default: Azure SDK loggers (``azure``, ``azure.identity``) show errors only, so a missing login
   is amldist's one ``error:`` line with its hint, not azure-identity's page of attempts first;
-- ``--verbose``: amldist's own INFO logs; the Azure SDK's warnings;
+- ``--verbose``: amldist's own INFO logs; the Azure SDK's warnings (azure-ai-ml's own only with ``--debug``);
 - ``--debug``: everything, the Azure SDK's HTTP logging included, and a traceback for a bug
   (as ``AMLDIST_DEBUG=1``);
 - ``--only-show-errors``: no ``warning:`` or ``note:`` lines (on stderr, and on stdout where it is text, as a

@@ -183,3 +183,20 @@ def test_a_completion_script_read_in_part_ends_quietly():
     done = subprocess.run(f"{shlex.quote(sys.executable)} -m amldist --print-completion bash | head -1", shell=True,
                           capture_output=True, text=True, timeout=60)
     assert done.stdout.startswith("#") and done.stderr == ""
+
+
+def test_azure_ai_mls_logger_follows_the_flags_after_its_import():
+    pytest.importorskip("azure.ai.ml")
+    probe = textwrap.dedent("""\
+        import logging, os, sys
+        from amldist.cli import global_options
+        global_options.apply({sys.argv[1]} - {""}, "submit")
+        import azure.ai.ml  # sets its own logger to INFO with a handler of its own
+        from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
+        quiet_azure_ai_ml()
+        print(logging.getLevelName(logging.getLogger("azure.ai.ml").getEffectiveLevel()))
+        """)
+    levels = [subprocess.run([sys.executable, "-c", probe, flag], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "AMLDIST_DEBUG": ""}).stdout.strip()
+              for flag in ("", "--verbose", "--debug")]
+    assert levels == ["ERROR", "ERROR", "DEBUG"]
