@@ -249,10 +249,12 @@ class AzureMLBackend(Backend):
 
     def _new_client(self, workspace):
         require_azure(need_identity=self.credential is None)
-        logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
         from azure.ai.ml import MLClient
 
         import amldist
+        from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
+
+        quiet_azure_ai_ml()  # azure-ai-ml's warnings and notices: only with --debug
 
         credential = self.credential
         if credential is None:
