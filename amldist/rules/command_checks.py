@@ -71,19 +71,7 @@ def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[
         return []  # no placeholder and no v2 group: nothing to check
     findings: list[CommandFinding] = []
     if not legacy:
-        from amldist.rules import placeholders as ph
-
-        stray = ph.stray_legacy_reference(command)
-        if stray:
-            source, name = stray.groups()
-            v2 = f"${{{{{source}.{name}}}}}"
-            hint = f"in an ML v2 command write {v2}"
-            group = plain_brackets(command, stray.start(), stray.end())
-            if group:  # a legacy optional group: v2 writes it $[[ ... ]]
-                hint += f", and an optional group $[[ ... ]]: {'$[' + group.replace(stray.group(0), v2) + ']'}"
-            findings.append(CommandFinding(
-                "legacy-placeholder", ERROR, f"{stray.group(0)!r} is the legacy placeholder syntax", hint,
-                stray.start(), stray.group(0)))
+        findings += _stray_legacy(command)
         if "${{" not in command and "$[[" not in command:
             return findings
     refs = _references(command, legacy, findings)
@@ -128,6 +116,23 @@ def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[
                                                f"{wrap_argument}, or make the input required",
                                                start, text))
     return findings
+
+
+def _stray_legacy(command: str) -> list[CommandFinding]:
+    """``legacy-placeholder``: a ``{inputs.x}`` in an ML v2 command, with the v2 form to write."""
+    from amldist.rules import placeholders as ph
+
+    stray = ph.stray_legacy_reference(command)
+    if not stray:
+        return []
+    source, name = stray.groups()
+    v2 = f"${{{{{source}.{name}}}}}"
+    hint = f"in an ML v2 command write {v2}"
+    group = plain_brackets(command, stray.start(), stray.end())
+    if group:  # a legacy optional group: v2 writes it $[[ ... ]]
+        hint += f", and an optional group $[[ ... ]]: {'$[' + group.replace(stray.group(0), v2) + ']'}"
+    return [CommandFinding("legacy-placeholder", ERROR, f"{stray.group(0)!r} is the legacy placeholder syntax", hint,
+                           stray.start(), stray.group(0))]
 
 
 def _references(command: str, legacy: bool, findings: list):
