@@ -74,6 +74,10 @@ def run(args) -> int:
     from amldist.cli.job import file_argument
 
     args.file = file_argument(args)
+    if args.slurm and args.local:
+        from amldist.errors import UserError
+
+        raise UserError("--local and --slurm are given together", hint="pick one: this machine, or the Slurm cluster")
     json_output = args.format == "json" and not args.dry_run
     # --format json: everything the run prints goes to stderr, stdout gets one JSON object
     with contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext():

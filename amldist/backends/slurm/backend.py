@@ -153,7 +153,8 @@ def follow_logs(run_dir: str, *, rank: int | None, follow: bool, out, prefix: st
     offsets: dict[str, int] = {}
     while True:
         record = records.record(run_dir)
-        chosen = [r for r in record.ranks if r.log and (rank is None or r.rank == rank)]
+        wanted = [r for r in record.ranks if r.log and (rank is None or r.rank == rank)]
+        chosen = [r for r in wanted if os.path.exists(r.log)]
         for entry in chosen:
             with open(entry.log, "rb") as fh:
                 fh.seek(offsets.get(entry.log, 0))
@@ -161,7 +162,7 @@ def follow_logs(run_dir: str, *, rank: int | None, follow: bool, out, prefix: st
             complete = data[: data.rfind(b"\n") + 1] if not record.ended else data
             offsets[entry.log] = offsets.get(entry.log, 0) + len(complete)
             for line in complete.decode("utf-8", "replace").splitlines():
-                label = " ".join(x for x in (prefix, entry.label if len(chosen) > 1 else "") if x)
+                label = " ".join(x for x in (prefix, entry.label if len(wanted) > 1 else "") if x)
                 out.write(f"[{label}] {line}\n" if label else line + "\n")
         out.flush()
         if not follow or record.ended:

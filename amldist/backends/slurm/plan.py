@@ -59,6 +59,7 @@ class SlurmJobPlan(Plan):
     python: str = ""
     stream: bool = False
     notes: tuple[str, ...] = ()
+    tasks: tuple[tuple[str, str, int], ...] = ()  # (label, log file name, node) of each task, by task id
 
     @property
     def name(self) -> str:
@@ -83,7 +84,9 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
     filled = job_command(job, resolve_inputs(job.inputs, prepared.base_dir, file, pending_inputs), file, run_dir)
-    launch, nodes, per_node = shape(job, file)
+    launch, nodes, per_node, layout = shape(job, file)
+    tf = layout.kind == "tensorflow"
+    workers = sum(slot.label.startswith("worker") for slot in layout.slots) if tf else 0
     base = launchers.clean_environ(environ)
     python = launchers.interpreter(options.python, base)
     added = {**filled.variables, **launchers.run_info(name, nodes)}
@@ -91,31 +94,42 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     limit = options.time or (script.time_limit(int(job.limits.timeout))
                              if job.limits is not None and job.limits.timeout else None)
     sbatch = script.sbatch_options(name, run_dir, nodes, per_node, gpus_per_node=gpus_per_node(job), time=limit,
-                                   partition=options.partition, account=options.account)
+                                   partition=options.partition, account=options.account,
+                                   tasks=len(layout.slots) if tf else None)
     mpirun = find_mpirun(base) if launch == "mpi" else None
     text = script.batch_script(sbatch, name=name, kind=launch, run_dir=run_dir, command=filled.command, nodes=nodes,
                                tasks_per_node=per_node, python=python, mpirun=mpirun,
-                               as_root=hasattr(os, "geteuid") and os.geteuid() == 0)
+                               as_root=hasattr(os, "geteuid") and os.geteuid() == 0, workers=workers,
+                               parameter_servers=len(layout.slots) - workers if tf else 0)
     add_runtime = not (code_source and has_own_amldist(code_source))
     notes = [] if add_runtime else ["the code folder has its own 'amldist': the runtime shim is not added (as on Azure)"]
     return SlurmJobPlan(name, run_dir, launch, nodes, per_node, sbatch, text, added,
+                        tasks=tuple((slot.label, slot.log_name, slot.node) for slot in layout.slots),
                         removed=tuple(sorted(k for k in environ if launchers.is_launcher_variable(k))),
                         code_source=code_source, add_runtime=add_runtime, outputs=filled.outputs,
                         job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir), python=python,
                         stream=options.stream, notes=tuple(notes))
 
 
-def shape(job, file: str) -> tuple[str, int, int]:
-    """(launch, nodes, tasks per node) of ``job``; tensorflow is refused with one line."""
+def shape(job, file: str) -> tuple[str, int, int, launchers.Layout]:
+    """(launch, nodes, tasks per node, the tasks as the local backend lays them out: labels and Azure ML's
+    log names) of ``job``. Ports are not chosen here: the batch script finds them on the nodes."""
     nodes = _count(getattr(job.resources, "instance_count", None))
     dist = job.distribution
     kind = dist.kind if dist is not None else None
     if kind is None:
-        return "single", nodes, 1
+        return "single", nodes, 1, launchers.single_layout(nodes)
     if kind in ("pytorch", "mpi"):
-        return kind, nodes, _count(dist.process_count_per_instance)
+        per_node = _count(dist.process_count_per_instance)
+        layout = (launchers.pytorch_layout(nodes, per_node, port=1) if kind == "pytorch"
+                  else launchers.mpi_layout(nodes, per_node, busy_port=1))
+        return kind, nodes, per_node, layout
+    if kind == "tensorflow":
+        workers = _count(dist.worker_count) if dist.worker_count is not None else nodes
+        ps = _count(dist.parameter_server_count) if dist.parameter_server_count else 0
+        return kind, nodes, max(1, -(-(workers + ps) // nodes)), launchers.tensorflow_layout(workers, ps, [1] * (workers + ps))
     raise UserError(f"{file}: distribution type {dist.type!r} is not run by the Slurm backend",
-                    hint="pytorch, mpi and no distribution run on Slurm; run this job --local or on Azure ML")
+                    hint="pytorch, mpi, tensorflow and no distribution run on Slurm")
 
 
 def _count(value) -> int:

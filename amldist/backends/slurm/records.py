@@ -93,8 +93,9 @@ def failure(meta: dict, run_dir: str, step_code: str | None) -> str:
     bad = sorted(((c in STOPPED, r), c) for r, c in rank_exits(run_dir).items() if c != 0)
     if bad:
         (_, rank), code = bad[0]
-        label = "node" if meta.get("launch") == "single" else "rank"
-        return f"{label} {rank} of job {meta['name']} exited with code {code}; see its log in {run_dir}/user_logs"
+        tasks = meta.get("tasks", ())
+        label = tasks[rank][0] if rank < len(tasks) else f"rank {rank}"
+        return f"{label} of job {meta['name']} exited with code {code}; see its log in {run_dir}/user_logs"
     return f"the job step exited with code {step_code}" if step_code else "the job failed"
 
 
@@ -116,10 +117,9 @@ def record(run_dir: str, *, meta: dict | None = None) -> JobRecord:
     status, error, stopped_by = status_of(meta, run_dir)
     exits = rank_exits(run_dir)
     logs = os.path.join(run_dir, "user_logs")
-    files = sorted(os.listdir(logs)) if os.path.isdir(logs) else []
-    ranks = tuple(RankRecord(label=f"rank {i}", rank=i, node=i // max(meta.get("tasks_per_node", 1), 1),
-                             exit_code=exits.get(i), log=os.path.join(logs, f) if i < len(files) else None)
-                  for i, f in enumerate(files))
+    ranks = tuple(RankRecord(label=label, rank=i if label.startswith("rank") else None, node=node,
+                             exit_code=exits.get(i), log=os.path.join(logs, log))
+                  for i, (label, log, node) in enumerate(meta.get("tasks", ())))
     outputs = tuple(OutputRecord(name, path, kind) for name, (path, kind) in meta.get("outputs", {}).items())
     state = os.path.join(run_dir, "state")
     start = read_text(os.path.join(state, "started"))

@@ -13,6 +13,9 @@ Slurm's own variables inside the allocation:
   AZ_BATCH_MASTER_NODE (several nodes) or AZ_BATCHAI_MPI_MASTER_NODE (one). ``mpirun`` rather than
   ``srun --mpi=pmix``: it needs no PMIx plugin in Slurm matching the job's Open MPI, and it is
   what Azure ML runs;
+- ``tensorflow``: one task per worker and parameter server (``--ntasks``); a first ``srun`` finds each
+  task's node and a port free there, then each task gets TF_CONFIG as Azure ML writes it (cluster,
+  task type and index, ``"environment": "cloud"``);
 - no distribution: the command once per node.
 
 Every task drops Slurm's own variables (SLURM_*, SLURMD_*, SRUN_*) before the command starts, so a
@@ -48,9 +51,12 @@ def time_limit(seconds: int) -> str:
 
 
 def sbatch_options(name: str, run_dir: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
-                   time: str | None, partition: str | None, account: str | None) -> tuple[str, ...]:
-    """The ``#SBATCH`` options, in the order they are written."""
-    options = [f"--job-name={name}", f"--nodes={nodes}", f"--ntasks-per-node={tasks_per_node}"]
+                   time: str | None, partition: str | None, account: str | None,
+                   tasks: int | None = None) -> tuple[str, ...]:
+    """The ``#SBATCH`` options, in the order they are written; ``tasks``: a total (tensorflow's tasks) in
+    place of the tasks per node."""
+    per = f"--ntasks={tasks}" if tasks else f"--ntasks-per-node={tasks_per_node}"
+    options = [f"--job-name={name}", f"--nodes={nodes}", per]
     if gpus_per_node:
         options.append(f"--gpus-per-node={gpus_per_node}")
     options += [f"--{key}={value}" for key, value in (("time", time), ("partition", partition),
@@ -61,8 +67,12 @@ def sbatch_options(name: str, run_dir: str, nodes: int, tasks_per_node: int, *, 
     return tuple(options)
 
 
-def log_name(kind: str, nodes: int, world: int) -> str:
-    """Shell text for a task's log name, Azure ML's (as :func:`process_log_name` names them)."""
+def log_name(kind: str, nodes: int, world: int, workers: int = 0) -> str:
+    """Shell text for a task's log name, Azure ML's (as :func:`process_log_name` names them; tensorflow's
+    ``std_log_node_NN_worker.txt``/``_ps.txt`` as the local backend names them)."""
+    if kind == "tensorflow":
+        return (f'$([ "$rank" -lt {workers} ] && printf std_log_node_%02d_worker.txt "$rank" '
+                f'|| printf std_log_node_%02d_ps.txt $((rank - {workers})))')
     if kind == "single":
         return "std_log.txt" if nodes == 1 else 'std_log_node_$(printf %02d "$SLURM_NODEID").txt'
     if world == 1:
@@ -75,6 +85,9 @@ def rank_variables(kind: str, nodes: int) -> str:
     if kind == "pytorch":
         return ('export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" NODE_RANK="$SLURM_NODEID" '
                 'WORLD_SIZE="$SLURM_NTASKS"')
+    if kind == "tensorflow":  # this task's line of the cluster the batch script wrote (TF_BUILDER)
+        return ('export TF_CONFIG="$(sed -n "$((rank + 1))p" "$run"/state/tf_config)"; '
+                "unset MASTER_ADDR MASTER_PORT")
     if kind == "mpi":
         master = ('AZ_BATCH_MASTER_NODE="$MASTER_ADDR:$MASTER_PORT"' if nodes > 1
                   else 'AZ_BATCHAI_MPI_MASTER_NODE="$MASTER_ADDR"')
@@ -82,12 +95,12 @@ def rank_variables(kind: str, nodes: int) -> str:
     return "unset MASTER_ADDR MASTER_PORT"
 
 
-def task_script(kind: str, command: str, nodes: int, world: int) -> str:
+def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 0) -> str:
     """What each task runs (``bash -c``): Azure ML's variables, its own log, the command, its exit code."""
     rank = '"$OMPI_COMM_WORLD_RANK"' if kind == "mpi" else '"$SLURM_PROCID"'
     return "\n".join([
         f'rank={rank} run="$AMLDIST_RUN_DIR"; unset AMLDIST_RUN_DIR',
-        f'exec >"$run"/user_logs/{log_name(kind, nodes, world)} 2>&1',
+        f'exec >"$run"/user_logs/{log_name(kind, nodes, world, workers)} 2>&1',
         rank_variables(kind, nodes),
         DROP_SLURM,
         'cd "$run"/code || exit 1',
@@ -103,6 +116,32 @@ def task_script(kind: str, command: str, nodes: int, world: int) -> str:
     ])
 
 
+# Writes state/tf_config: one TF_CONFIG per task (workers, then parameter servers), as Azure ML writes it,
+# from state/tasks ("PROCID NODE PORT" per task: the port free on that task's node a moment before).
+TF_BUILDER = """
+import json, subprocess, sys
+state, workers = sys.argv[1], int(sys.argv[2])
+rows = sorted((int(p), node, port) for p, node, port in (line.split() for line in open(state + "/tasks")))
+def addr(node):
+    out = subprocess.run(["scontrol", "show", "node", node, "-o"], capture_output=True, text=True).stdout
+    return next((w[9:] for w in out.split() if w.startswith("NodeAddr=")), node)
+hosts = {node: addr(node) for _, node, _ in rows}
+where = [f"{hosts[node]}:{port}" for _, node, port in rows]
+cluster = {"worker": where[:workers], **({"ps": where[workers:]} if len(where) > workers else {})}
+with open(state + "/tf_config", "w") as fh:
+    for index in range(len(where)):
+        task = {"type": "worker", "index": index} if index < workers else {"type": "ps", "index": index - workers}
+        fh.write(json.dumps({"cluster": cluster, "task": task, "environment": "cloud"}, separators=(",", ":")) + "\\n")
+"""
+
+
+def tensorflow_cluster(python: str, workers: int, parameter_servers: int) -> tuple[str, ...]:
+    """The batch script's lines that find every task's node and a free port there, then write TF_CONFIG."""
+    where = f'echo "$SLURM_PROCID $SLURMD_NODENAME $({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})"'
+    return (f'srun bash -c {shlex.quote(where)} > "$AMLDIST_RUN_DIR"/state/tasks || exit 1',
+            f'{shlex.quote(python)} -c {shlex.quote(TF_BUILDER)} "$AMLDIST_RUN_DIR"/state {workers} || exit 1')
+
+
 def launch_line(kind: str, nodes: int, tasks_per_node: int, mpirun: str | None, as_root: bool) -> str:
     """The step that starts every task: ``srun`` (a failing task stops the others), or ``mpirun``."""
     if kind == "mpi":
@@ -113,9 +152,10 @@ def launch_line(kind: str, nodes: int, tasks_per_node: int, mpirun: str | None, 
 
 
 def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str, command: str, nodes: int,
-                 tasks_per_node: int, python: str, mpirun: str | None = None, as_root: bool = False) -> str:
+                 tasks_per_node: int, python: str, mpirun: str | None = None, as_root: bool = False,
+                 workers: int = 0, parameter_servers: int = 0) -> str:
     """The whole sbatch script (see the module docstring)."""
-    world = nodes * tasks_per_node
+    world = workers + parameter_servers if kind == "tensorflow" else nodes * tasks_per_node
     state = '"$AMLDIST_RUN_DIR"/state'
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in options),
              f"# amldist: job {name}, {kind}, {nodes} node(s) x {tasks_per_node} task(s)",
@@ -126,7 +166,8 @@ def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str
              r"""addr=$(scontrol show node "$first" -o | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p')""",
              'export MASTER_ADDR="${addr:-$first}"',
              f"export MASTER_PORT=$({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})",
-             f"task={shlex.quote(task_script(kind, command, nodes, world))}",
+             *(tensorflow_cluster(python, workers, parameter_servers) if kind == "tensorflow" else ()),
+             f"task={shlex.quote(task_script(kind, command, nodes, world, workers))}",
              launch_line(kind, nodes, tasks_per_node, mpirun, as_root),
              "code=$?",
              f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/ended",

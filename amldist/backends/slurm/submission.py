@@ -34,6 +34,7 @@ def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
         raise
     meta = {"job_id": job_id, "name": p.job_name, "launch": p.launch, "nodes": p.nodes,
             "tasks_per_node": p.tasks_per_node, "outputs": {k: list(v) for k, v in p.outputs.items()},
+            "tasks": [list(t) for t in p.tasks],
             "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     records.write_meta(p.run_dir, meta)
     return meta

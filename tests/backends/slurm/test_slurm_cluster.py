@@ -237,3 +237,29 @@ def test_a_node_that_fails_fails_the_job_in_one_line(on_cluster, cli, tmp_path):
     assert record.status == "Failed"
     assert record.error == "a node of the job failed"
     assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []
+
+
+def test_tensorflow_tasks_get_the_tf_config_they_get_locally(on_cluster, cli, tmp_path):
+    (tmp_path / "job.yml").write_text(textwrap.dedent("""\
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        type: command
+        command: python -c 'import os; print(os.environ["TF_CONFIG"])'
+        environment: azureml:AzureML-sklearn-1.5@latest
+        distribution: {type: tensorflow, worker_count: 2, parameter_server_count: 1}
+        resources: {instance_count: 2}
+        """))
+    assert cli("submit", str(tmp_path / "job.yml"), "--slurm", "-n", "tf")[0] == 0
+    assert wait_ended("tf").status == "Completed"
+    assert cli("submit", str(tmp_path / "job.yml"), "--local", "-n", "tf")[0] == 0
+    names = ["std_log_node_00_worker.txt", "std_log_node_01_worker.txt", "std_log_node_00_ps.txt"]
+
+    def configs(folder: Path) -> list[dict]:
+        found = [json.loads((folder / "user_logs" / n).read_text().strip().splitlines()[-1]) for n in names]
+        for config in found:  # addresses and ports are the nodes' own
+            config["cluster"] = {k: len(v) for k, v in config["cluster"].items()}
+        return found
+
+    on_slurm = configs(tmp_path / ".amldist" / "slurm" / "tf")
+    assert on_slurm == configs(tmp_path / ".amldist" / "runs" / "tf")
+    assert [c["task"] for c in on_slurm] == [{"type": "worker", "index": 0}, {"type": "worker", "index": 1},
+                                            {"type": "ps", "index": 0}]

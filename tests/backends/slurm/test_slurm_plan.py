@@ -92,11 +92,23 @@ def test_mpi_runs_mpirun_inside_the_allocation(tmp_path):
     assert 'AZ_BATCH_MASTER_NODE="$MASTER_ADDR:$MASTER_PORT"' in p.script
 
 
-def test_tensorflow_is_refused_with_one_line(tmp_path):
-    with pytest.raises(UserError, match="tensorflow.*not run by the Slurm backend"):
+def test_tensorflow_asks_for_one_task_per_worker_and_parameter_server(tmp_path):
+    p = make_plan(tmp_path, """
+        command: python train.py
+        distribution: {type: tensorflow, worker_count: 2, parameter_server_count: 1}
+        resources: {instance_count: 2}
+        """)
+    assert "--ntasks=3" in p.sbatch_options and "--nodes=2" in p.sbatch_options
+    assert [t[:2] for t in p.tasks] == [("worker 0", "std_log_node_00_worker.txt"),
+                                        ("worker 1", "std_log_node_01_worker.txt"), ("ps 0", "std_log_node_00_ps.txt")]
+    assert "state/tf_config" in p.script
+
+
+def test_a_distribution_slurm_cannot_run_is_refused_with_one_line(tmp_path):
+    with pytest.raises(UserError, match="'ray' is not run by the Slurm backend"):
         make_plan(tmp_path, """
             command: python train.py
-            distribution: {type: tensorflow, worker_count: 2}
+            distribution: {type: ray}
             """)
 
 
