@@ -148,3 +148,46 @@ def test_submit_ends_a_failed_local_run_with_its_diagnosis(cli, tmp_path, monkey
     assert "first failure: rank 3 on node 1" in tail
     assert "cause: python-exception: ValueError: bad batch on purpose" in tail
     assert "[spec: command]" in tail
+
+
+def test_a_pipeline_names_its_failed_step_then_the_rank_inside_it(cli, capsys, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(TRAIN)
+    (tmp_path / "pipe.yml").write_text(textwrap.dedent("""\
+        type: pipeline
+        jobs:
+          prep:
+            type: command
+            code: ./src
+            command: echo prepared
+            environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest
+          train:
+            type: command
+            code: ./src
+            command: python train.py
+            environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest
+            environment_variables:
+              MODE: sigbus
+              TARGET: "1"
+            distribution:
+              type: pytorch
+              process_count_per_instance: 2
+            resources:
+              instance_count: 1
+        """))
+    root = tmp_path / "runs"
+    record = run_local(str(tmp_path / "pipe.yml"), name="pipe", run_root=str(root), grace_seconds=1.0,
+                       status_line=False)
+    assert record.status == "Failed"
+    capsys.readouterr()
+    code, out, err = cli("job", "diagnose", "pipe", "--run-root", str(root))
+    assert code == 0, err
+    assert out.startswith("job pipe, step train: Failed")
+    assert "first failure: rank 1 on node 0, exit code -7 (SIGBUS)" in out
+    assert "[spec: resources.shm_size]" in out
+
+
+def test_usage_mistakes_exit_2(cli, tmp_path):
+    assert cli("job", "diagnose", "--run-root", str(tmp_path))[0] == 2
+    code, out, err = cli("job", "diagnose", "nope", "--run-root", str(tmp_path))
+    assert code == 2 and "no local run named 'nope'" in err

@@ -173,3 +173,28 @@ def test_a_rank_hanging_outside_any_collective_is_named_with_every_ranks_stack(c
     assert (first["rank"], first["node"], first["signature"]) == (3, 1, "stall")
     assert first["frame"].endswith('hang.py", line 10 in <module>')
     assert first["field"] == "environment_variables.AMLDIST_STALL_TIMEOUT"
+
+
+def test_neither_runs_unless_asked(tmp_path):
+    import os
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMLDIST_", "OMPI_", "SLURM_", "PMI"))}
+    env.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=str(ROOT))
+    code = ("import sys, threading\nfrom amldist.runtime import destroy, init_distributed\ninit_distributed()\n"
+            "print(sorted(m for m in sys.modules if m.startswith('amldist.runtime.check')),"
+            " [t.name for t in threading.enumerate() if t.name.startswith('amldist')])\ndestroy()\n")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[] []"
+
+
+def test_check_takes_no_command(tmp_path):
+    from amldist.runtime.__main__ import main
+
+    assert main(["--check", "--", "python", "x.py"]) == 2
+    assert main(["--check", "--print"]) == 2
