@@ -45,12 +45,11 @@ def test_inside_dsl_pipeline_the_step_keeps_that_code(project):
 
 
 def test_a_job_without_distribution_or_with_remote_code_is_left_as_written(project):
+    from amldist.azure_sdk.entities import to_azure  # the adapter itself (the name above is amldist's)
     from amldist.model import loads
 
     plain = loads(f"type: command\ncommand: python train.py\ncode: ./src\nenvironment: {ENV}\n")
     assert os.path.samefile(to_azure(plain).code, project / "src")
     remote = amldist.pytorch_job(command="python train.py", code="azureml:my-code:1", environment=ENV,
                                  process_count_per_instance=1)
-    from amldist.azure_sdk.entities import to_azure
-
     assert to_azure(remote).code == to_azure(remote, add_runtime=False).code
