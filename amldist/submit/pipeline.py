@@ -93,7 +93,8 @@ class Node:
             job = from_data({k: v for k, v in data.items() if v is not None}, file=f"step {self.name}")
         else:
             try:
-                job = component_to_job(self._spec(), inputs=values, base_dir=self.base_dir, checked=True)
+                job = component_to_job(self._spec(), inputs=values, base_dir=self.base_dir, checked=True,
+                                       keep_includes=True)  # the backend adds them: code_includes()
             except UserError as exc:  # "input 'x' is required": say which step
                 raise UserError(f"step {self.name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
             if self.overrides:
@@ -103,6 +104,19 @@ class Node:
 
     def _spec(self):
         return component_spec(self.component, f"step {self.name}")
+
+    def code_includes(self) -> tuple:
+        """The step component's ``additional_includes``, resolved from its own folder, for a local run's
+        snapshot (:mod:`amldist.rules.additional_includes`)."""
+        from amldist.rules import additional_includes
+
+        if self.command_node is not None or self.component is None or self.local_problem:
+            return ()
+        spec = self._spec()
+        code = spec.code
+        code_dir = paths.local_path(code, self.base_dir) if isinstance(code, str) and paths.is_local(code) else None
+        return additional_includes.resolve(spec.extra.get("additional_includes"), self.base_dir, code_dir,
+                                           f"step {self.name}")
 
 
 def component_spec(component, file: str):

@@ -179,3 +179,22 @@ def test_every_command_job_and_component_of_the_real_corpus_that_azure_ai_ml_acc
         outcomes[str(path.relative_to(CORPUS))] = local_outcome(path, folder)
     assert len(outcomes) >= 60
     assert {p: o for p, o in outcomes.items() if o != "planned"} == {}
+
+
+def test_a_pipeline_steps_additional_includes_arrive_in_its_code_folder(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "lib" / "pkg" / "mod.py", "X = 1\n")
+    component(tmp_path, "python argv.py", "x: {type: string, default: a}", "additional_includes:\n  - ../lib")
+    pipeline = write(tmp_path / "pipe.yml", """
+        $schema: https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json
+        type: pipeline
+        jobs:
+          train:
+            type: command
+            component: ./comp/comp.yml
+            environment_variables: {ARGV_OUT: argv.json}
+        """)
+    code, out, err = cli("submit", str(pipeline), "--local", "--name", "pipe")
+    assert code == 0, err
+    step_code = tmp_path / ".amldist" / "runs" / "pipe" / "train" / "code"
+    assert (step_code / "lib" / "pkg" / "mod.py").read_text() == "X = 1\n" and (step_code / "argv.py").exists()

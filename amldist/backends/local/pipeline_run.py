@@ -39,10 +39,10 @@ from amldist.backends.local.run_state import STEP_STATUS, PipelineState, write_s
 from amldist.backends.local.supervisor import STOP_SIGNALS, ignore_runs, launch
 from amldist.errors import UserError
 from amldist.rules.secrets import mask_tree
+from amldist.model.files import inside
 from amldist.model.yamlio import dump_yaml
 from amldist.submit.pipeline import OutputRef, PreparedPipeline
 from amldist.submit.prepared import Prepared, SubmitOptions
-from amldist.model.files import inside
 
 POLL_SECONDS = 0.05
 
@@ -94,8 +94,8 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
         step_root = inside(run_dir, os.path.join(run_dir, folder))  # a step named ../../x stays in the pipeline's folder
         step_options = dataclasses.replace(options, name=leaf, run_root=step_root)
         pending = {k for k, v in node.inputs.items() if isinstance(v, OutputRef)}
-        step = plan(Prepared(job=job, source=f"{prepared.source} (step {node.name})", base_dir=node.base_dir),
-                    step_options, environ=environ, pending_inputs=pending)
+        step = plan(Prepared(job=job, source=f"{prepared.source} (step {node.name})", base_dir=node.base_dir,
+                             code_includes=node.code_includes()), step_options, environ=environ, pending_inputs=pending)
         for out_name, where in step.outputs.items():
             places[OutputRef(node.name, out_name)] = where
         steps.append(StepPlan(node.name, node.needs, step))
