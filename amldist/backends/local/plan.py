@@ -121,8 +121,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
 
     inputs = resolve_inputs(job.inputs, prepared.base_dir, file, pending_inputs)
     filled = job_command(job, inputs, file, run_dir)  # values travel as variables
-    rendered, command, outputs = filled.rendered, filled.command, filled.outputs
-    warnings = value_warnings(rendered, prepared.warnings)
+    command, outputs, warnings = filled.command, filled.outputs, value_warnings(filled.rendered, prepared.warnings)
 
     layout = launcher_layout(job, file)
     notes = list(layout.notes) + envs.assign_gpus(layout, envs.visible_gpus(environ))
