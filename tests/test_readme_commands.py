@@ -34,6 +34,11 @@ def is_synopsis(command: str) -> bool:
     return PLACEHOLDER.search(command) is not None
 
 
+def needs_slurm(command: str) -> bool:
+    words = command.split()
+    return "--slurm" in words and "--dry-run" not in words
+
+
 def reaches_azure(command: str) -> bool:
     words = command.split()
     return words[:2] in (["amldist", "submit"], ["amldist", "job"]) and "--local" not in words \
@@ -51,6 +56,7 @@ SKIP_RULES = (
     (is_install, "installs packages: .ci/run does that in a fresh virtual environment"),
     (is_test_suite, "the test suite itself (CI runs it)"),
     (is_synopsis, "a synopsis with placeholders (NAME, W, [--option]), not a command as it stands"),
+    (needs_slurm, "needs a Slurm cluster (tests/slurm_cluster.py starts one for the Slurm backend's tests)"),
     (reaches_azure, "reaches an Azure ML workspace (a login)"),
     (trains, "trains: tests/e2e/test_local_faithful.py runs the README's local and pipeline runs"),
 )
