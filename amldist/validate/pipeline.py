@@ -31,7 +31,7 @@ import dataclasses
 import os
 
 from amldist.model.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
-                                 distribution_kind, recognise, type_word)
+                                 recognise, type_word)
 from amldist.diagnostics import ERROR, WARNING
 from amldist.rules import pipeline_graph as graph
 from amldist.validate import command_rules, rules, templates
@@ -282,18 +282,18 @@ def _declares(names, parts) -> bool:
 
 def _node_sizes(ctx, node, component, path) -> None:
     comp = component if isinstance(component, dict) else {}
-    comp_dist, node_dist = rules.declared(comp.get("distribution")), rules.declared(node.get("distribution"))
-    comp_res, node_res = rules.declared(comp.get("resources")), rules.declared(node.get("resources"))
-    if node_dist and distribution_kind(node_dist.get("type")) != distribution_kind(comp_dist.get("type")):
-        comp_dist = {}
-    distribution = {**comp_dist, **node_dist}
-    resources = {**comp_res, **node_res}
-    origin = {}
+    sections = ("distribution", "resources")
+    node_dist, node_res = rules.declared(node.get("distribution")), rules.declared(node.get("resources"))
+    # the step's effective settings: the one rule submit and the backends apply too
+    merged = graph.effective_job({key: rules.declared(comp.get(key)) for key in sections},
+                                 {"distribution": node_dist, "resources": node_res})
+    distribution, resources = merged["distribution"], merged["resources"]
+    origin = {}  # a value the step takes from its component is reported at the step's component:
     for key in ("process_count_per_instance",):
-        if key not in node_dist and key in comp_dist:
+        if key not in node_dist and key in distribution:
             origin[key] = path + ("component",)
     for key in ("instance_count", "instance_type"):
-        if key not in node_res and key in comp_res:
+        if key not in node_res and key in resources:
             origin[key] = path + ("component",)
     rules.check_sizes(ctx, distribution, resources, dist_path=path + ("distribution",),
                       res_path=path + ("resources",), origin=origin)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
