@@ -53,6 +53,10 @@ def test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed(on_cl
     assert sorted(p.name for p in (run / "user_logs").iterdir()) == [f"std_log_process_0{r}.txt" for r in range(4)]
     assert "parameters in sync across 4 ranks: True" in (run / "user_logs" / "std_log_process_00.txt").read_text()
     assert any((run / "outputs" / "model").iterdir())
+    code, _out, err = cli("job", "download", "ddp", "-o", str(tmp_path / "got"), "--all")
+    assert code == 0, err
+    assert (tmp_path / "got" / "artifacts" / "user_logs" / "std_log_process_03.txt").is_file()
+    assert any((tmp_path / "got" / "named-outputs" / "model").iterdir())
 
 
 def env_dumps(pid_dir: Path) -> dict[int, dict]:
@@ -132,6 +136,8 @@ def test_a_failing_rank_fails_the_job_naming_the_rank(on_cluster, cli, tmp_path)
     assert "rank 2 of job bad exited with code 3" in record.error
     code, out, _err = cli("job", "show", "bad")
     assert "status: Failed" in out and "rank 2" in out
+    code, out, _err = cli("job", "logs", "bad", "--rank", "2")
+    assert "boom: failing on purpose" in out
     assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []  # srun stopped the others
     assert queue_empty()
 
@@ -263,3 +269,31 @@ def test_tensorflow_tasks_get_the_tf_config_they_get_locally(on_cluster, cli, tm
     assert on_slurm == configs(tmp_path / ".amldist" / "runs" / "tf")
     assert [c["task"] for c in on_slurm] == [{"type": "worker", "index": 0}, {"type": "worker", "index": 1},
                                             {"type": "ps", "index": 0}]
+
+
+def test_job_cancel_stops_a_pipeline_and_the_steps_waiting_for_it(on_cluster, cli, tmp_path):
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    (tmp_path / "pipeline.yml").write_text(textwrap.dedent(f"""\
+        $schema: https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json
+        type: pipeline
+        jobs:
+          slow:
+            type: command
+            command: echo $$ > {pid_dir}/slow.pids; sleep 300
+            environment: azureml:AzureML-sklearn-1.5@latest
+            outputs: {{data: {{type: uri_folder}}}}
+          after:
+            type: command
+            command: ls ${{{{inputs.data}}}}
+            environment: azureml:AzureML-sklearn-1.5@latest
+            inputs: {{data: "${{{{parent.jobs.slow.outputs.data}}}}"}}
+        """))
+    assert cli("submit", str(tmp_path / "pipeline.yml"), "--slurm", "-n", "stopme")[0] == 0
+    wait_for_pid_files(pid_dir, 1, timeout=JOB_TIMEOUT)
+    code, out, _err = cli("job", "cancel", "stopme")
+    assert code == 0 and "Canceled" in out
+    record = get_backend("slurm").show("stopme")
+    assert record.status == "Canceled" and [s.status for s in record.steps] == ["Canceled", "Canceled"]
+    assert survivors(recorded_pids(pid_dir), timeout=30) == []
+    assert queue_empty()
