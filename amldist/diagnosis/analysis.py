@@ -68,10 +68,26 @@ def diagnose(logs: list[RankLog], ctx: Context, *, job: str, status: str | None,
         return result
     waiting = sorted(failing, key=by_time)
     if not waiting:
+        if status == "Failed" and logs:  # no exit code, no known line (Azure ML): the log that went quiet first
+            result.rank = sorted(logs, key=lambda log: by_time((log, None)))[0]
         return result
     left = left_early(found, waiting)
-    result.rank, result.finding = left if left is not None else (never_joined(found, waiting) or waiting[0])
+    result.rank, result.finding = left if left is not None else (
+        never_joined(found, waiting) or all_stopped(waiting) or waiting[0])
     return result
+
+
+def all_stopped(waiting: list) -> tuple[RankLog, Finding] | None:
+    """Every failing rank was stopped by the launcher and none failed by itself: the job hung (until
+    limits.timeout, or a cancel)."""
+    if not all(f is not None and f.signature == "stopped" for _log, f in waiting):
+        return None
+    log = waiting[0][0]
+    return log, Finding("hung", f"every rank was stopped by the launcher ({signal_text(log.exit_code)}); none "
+                        "failed by itself", "the job hung until limits.timeout (or a cancel): set "
+                        "AMLDIST_STALL_TIMEOUT in environment_variables (and call init_distributed()) so the "
+                        "stuck rank is named with every rank's stack next time",
+                        field="environment_variables.AMLDIST_STALL_TIMEOUT")
 
 
 def stalled(found: list) -> tuple[RankLog, Finding] | None:

@@ -125,3 +125,17 @@ def test_an_azure_body_carries_the_size_for_a_distributed_job(cli, tmp_path, mon
                          "00000000-0000-0000-0000-000000000000")
     assert code == 0, err
     assert '"AMLDIST_VM_SIZE": "Standard_ND96asr_v4"' in out and '"AMLDIST_EXPECTED_BUSBW_GBS": "180"' in out
+
+
+def test_a_job_stopped_everywhere_by_the_launcher_hung():
+    logs = [log("step 10", -15, r, ended=50.0) for r in range(4)]
+    result = diagnose(logs, Context(), job="j", status="Failed", backend="local")
+    assert (result.finding.signature, result.finding.field) == ("hung", "environment_variables.AMLDIST_STALL_TIMEOUT")
+
+
+def test_a_failed_azure_job_without_exit_codes_or_known_lines_shows_the_first_quiet_log():
+    logs = [log("2024-05-02 10:00:09,000 step 9", None, 0, ended=9.0), log("2024-05-02 10:00:04,000 step 4", None, 1,
+                                                                            ended=4.0)]
+    result = diagnose(logs, Context(), job="j", status="Failed", backend="azureml")
+    assert result.rank.rank == 1 and result.finding is None and result.exit_code == 1
+    assert "step 4" in result.tail()
