@@ -16,7 +16,7 @@ from accelerate import Accelerator
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from amldist.runtime import destroy, init_distributed
+from amldist.runtime import destroy, detect, init_distributed
 
 
 def synthetic_data(samples=256, features=8):
@@ -32,8 +32,12 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)  # several ranks share the CPU cores
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # Accelerate would otherwise pick a thread count and warn
-    env = init_distributed()  # before Accelerator(): it uses this group
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    # GPUs when every process of this node can have one of its own, the CPU otherwise (a laptop, a CPU
+    # cluster, or more processes than GPUs as in the 2 x 2 local run)
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    use_gpu = gpus > 0 and gpus >= detect().local_world_size
+    env = init_distributed(backend="nccl" if use_gpu else "gloo")  # before Accelerator(): it uses this group
+    accelerator = Accelerator(cpu=not use_gpu)
     model = nn.Linear(8, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     model, optimizer, loader = accelerator.prepare(model, optimizer, DataLoader(synthetic_data(), batch_size=16))

@@ -46,8 +46,12 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)  # several ranks share the CPU cores
     env = lightning_environment()
+    # GPUs when every process of this node can have one of its own, the CPU otherwise (a laptop, a CPU
+    # cluster, or more processes than GPUs as in the 2 x 2 local run)
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    use_gpu = gpus > 0 and gpus >= env.dist.local_world_size
     trainer = L.Trainer(
-        accelerator="gpu" if torch.cuda.is_available() else "cpu", strategy="ddp", plugins=[env],
+        accelerator="gpu" if use_gpu else "cpu", strategy="ddp", plugins=[env],
         num_nodes=env.dist.num_nodes, devices=env.dist.local_world_size, max_steps=args.steps,
         logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
     )
