@@ -81,6 +81,9 @@ _OPERATORS = ";&|\n"
 _DIRECT = {"cmd": UNQUOTED, "double": DOUBLE, "comment": COMMENT, "single": SINGLE, "ansi": ANSI}
 _ENCLOSING = {"backtick", "parameter", "arithmetic", "conditional"}
 # a command that can evaluate a variable's content as arithmetic: an assignment's value is then code
+# a function (``f() {``, ``function f``) or an alias the command defines: calling it runs its body
+_DEFINITION = re.compile(r"(?:^|[\s;&|({])(?:function\s+([A-Za-z_][\w.:-]*)|([A-Za-z_][\w.:-]*)\s*\(\s*\))"
+                         r"|\balias\s+([A-Za-z_][\w.:-]*)=")
 _ARITHMETIC = re.compile(r"\$\(\(|\(\(|\$\[|\[\[|\blet\b|\b(declare|typeset|local|export|readonly)\s+-\w*i|\$\{[^}]*[\[:]")
 
 
@@ -507,11 +510,12 @@ def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, Context]:
     lexer = _Lexer(text, sorted(spans))
     places = lexer.run()
     arithmetic = bool(_ARITHMETIC.search(text))
+    defined = frozenset(m.group(1) or m.group(2) or m.group(3) for m in _DEFINITION.finditer(text))
     cache: dict[int, roles.Roles] = {}
 
     def roles_of(command: _Command) -> roles.Roles:
         if id(command) not in cache:
-            cache[id(command)] = roles.Roles(command.words, arithmetic)
+            cache[id(command)] = roles.Roles(command.words, arithmetic, defined)
         return cache[id(command)]
 
     # A pipe into a reader of code (| sh, | xargs sh -c, | bash): what comes before may be its code.

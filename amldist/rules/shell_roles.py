@@ -12,9 +12,12 @@ reader of code. Programs are found by what they do, after quote removal (``"bash
   script) is met; that program's rule then applies to what follows. Any later word naming a
   shell or evaluator starts shell code whatever came before (``find . -exec sh -c X``);
 - a **shell** (``sh``, ``bash``, ``dash``...) reads the operand after ``-c`` as ``SHELL_CODE``
-  (later operands are its positional parameters: arguments); without ``-c`` its first operand is
-  the script (a value there is the ``PROGRAM``) and it reads its standard input as code when it
-  has none;
+  (later operands are its positional parameters: arguments, unless the code expands some, as
+  ``eval "$1"`` would); without ``-c`` its first operand is the script (a value there is the
+  ``PROGRAM``); its standard input is always taken for code (the code may read and run it);
+- a function or alias the command text defines runs its body: its words are ``SHELL_CODE``;
+- an assignment to a variable that chooses what runs (``PATH``, ``PS4``, ``BASH_ENV``,
+  ``LD_PRELOAD``..., :data:`CODE_VARIABLES`) is ``SHELL_CODE``;
 - an **evaluator** reads all its words as code: ``eval``, ``trap``, ``alias``, ``source``/``.``,
   ``su``/``runuser``/``sg``/``sudo``/``doas``, ``flock``, ``script``, ``watch``, ``ssh``, ``parallel``;
 - the **program position** (a value as the first word, or behind a wrapper) is ``PROGRAM``; a
@@ -127,19 +130,27 @@ class Roles:
     """The role of every word of one simple command (``words``: objects with ``raw``, ``kind``,
     ``holders``); ``stdin`` says what the program does with its standard input."""
 
-    def __init__(self, words: list, arithmetic: bool):
+    def __init__(self, words: list, arithmetic: bool, defined: frozenset = frozenset()):
         self.words = words
         self.arithmetic = arithmetic
+        self.defined = defined  # functions and aliases the command text defines: their bodies are code
         self.roles: dict[int, tuple[str, str]] = {}
         self.stdin = (STDIN, "")
         for word in words:
             if word.kind == ASSIGN:
-                self.roles[id(word)] = (ARITHMETIC, "a variable later read in arithmetic") if arithmetic else (
-                    ASSIGNMENT, "")
+                self.roles[id(word)] = self._assignment(word)
         plain = [w for w in words if w.kind == WORD]
         if plain:
             self._program(plain, 0, "")
         self._shells_after_wrappers(plain)
+
+    def _assignment(self, word) -> tuple[str, str]:
+        name = re.split(r"[+\[=]", word.raw, maxsplit=1)[0]
+        if name in CODE_VARIABLES or name.startswith("BASH_FUNC_"):
+            return SHELL_CODE, f"{name}, which chooses what runs"
+        if self.arithmetic:
+            return ARITHMETIC, "a variable later read in arithmetic"
+        return ASSIGNMENT, ""
 
     def of(self, word) -> tuple[str, str]:
         if word is None:
@@ -162,7 +173,10 @@ class Roles:
             self.stdin = (SHELL_CODE, f"the program {shown}")
             return
         name = program_name(text)
-        if name in SHELLS:
+        if text in self.defined:  # a function or alias of this command: its body may evaluate anything
+            self._set(words, k + 1, SHELL_CODE, f"{text}, defined in the command")
+            self.stdin = (SHELL_CODE, text)
+        elif name in SHELLS:
             self._shell(words, k, name)
         elif name in EVALUATORS:
             self._set(words, k + 1, SHELL_CODE, name)
@@ -211,11 +225,13 @@ class Roles:
             j += 2 if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
         for i in range(k + 1, min(j, len(words))):
             self.roles[id(words[i])] = (SHELL_CODE, name)  # a value among the shell's own options
+        self.stdin = (SHELL_CODE, name)  # its code (or a shell it starts) may read the standard input as code
         if j >= len(words):
-            self.stdin = (SHELL_CODE, name)
             return
         if code:
             self.roles[id(words[j])] = (SHELL_CODE, f"{name} -c")
+            if "$" in words[j].raw or "`" in words[j].raw:  # code that expands "$1", "$@": may evaluate them
+                self._set(words, j + 1, SHELL_CODE, f"a positional parameter of {name} -c code that expands them")
         else:
             computed = words[j].holders or literal(words[j].raw) is None  # bash <(...), bash "$S"
             self.roles[id(words[j])] = (PROGRAM, name) if computed else (ARGUMENT, "")
@@ -250,7 +266,8 @@ class Roles:
             (ARITHMETIC, "a variable later read in arithmetic") if self.arithmetic else (ASSIGNMENT, ""))
         for word in words[k + 1:]:
             if word.holders and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word.raw):
-                self.roles.setdefault(id(word), role)
+                self.roles.setdefault(id(word), role if self._assignment(word)[0] != SHELL_CODE
+                                      else self._assignment(word))
             elif word.holders:
                 self.roles.setdefault(id(word), (ARITHMETIC, f"{name}: a variable name"))
 
@@ -269,6 +286,10 @@ class Roles:
                 return
 
 
-_SETTERS = {"read", "mapfile", "readarray", "getopts"}
+_SETTERS = {"read", "mapfile", "readarray", "getopts", "set"}
+# variables whose value chooses what runs: assigning a value to one is not an ordinary assignment
+CODE_VARIABLES = {"PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "PATH", "LD_PRELOAD",
+                  "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "NODE_OPTIONS",
+                  "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "CDPATH", "EXECIGNORE", "HISTFILE"}
 _KNOWN = SHELLS | EVALUATORS | WRAPPERS | set(INTERPRETERS) | _ORDINARY | {"let", "declare", "typeset", "local",
                                                                           "export", "readonly"}

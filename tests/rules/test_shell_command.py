@@ -65,7 +65,12 @@ def context_of(command: str) -> list[str]:
     ("bash -c 'python t.py ${{inputs.m}}'", ["single:shell-code"]),
     ('/bin/sh -ec "python t.py ${{inputs.m}}"', ["double:shell-code"]),
     ("bash train.sh --lr ${{inputs.m}}", ["unquoted:argument"]),
-    ("bash -c 'python t.py \"$1\"' _ ${{inputs.m}}", ["unquoted:argument"]),  # a positional parameter
+    ("bash -c 'python t.py' _ ${{inputs.m}}", ["unquoted:argument"]),  # a positional parameter the code never reads
+    ("bash -c 'eval \"$1\"' _ ${{inputs.m}}", ["unquoted:shell-code"]),  # ... and one it may evaluate
+    ("f() { eval \"$1\"; }; f ${{inputs.m}}", ["unquoted:shell-code"]),  # a function of the command: code
+    ("PS4=${{inputs.m}}; set -x", ["unquoted:shell-code"]),  # a variable that chooses what runs
+    ("x=$(echo ${{inputs.m}}); bash -c \"$x\"", ["unquoted:shell-code"]),  # a variable a reader of code reads
+    ("X=${{inputs.m}}; python t.py \"$X\"", ["unquoted:assignment"]),
     ("echo 'it''s' ${{inputs.m}} \"a'b\" ${{inputs.m}}", ["unquoted:argument", "unquoted:argument"]),
     # issue 17: nested shells and evaluators behind any wrapper, found by what commands do
     ('timeout 600 bash -c "${{inputs.m}}"', ["double:shell-code"]),

@@ -28,7 +28,8 @@ CODE_CONTEXTS = [
     "trap @@ EXIT", "{w}bash <<< @@", "echo @@ | {w}sh", "printf '%s' @@ | xargs -0 {w}sh -c",
     "find . -maxdepth 0 -exec {w}sh -c @@ \\;", "{w}@@", "N=@@; echo $((N+1))", "echo $((@@))",
     "{w}sh -c \"echo @@\"", "{w}bash <<EOF\n@@\nEOF", "x=$(echo @@); {w}bash -c \"$x\"", "read -r x <<< @@; eval \"$x\"",
-    "export Y=@@; {w}sh -c 'eval \"$Y\"'",
+    "export Y=@@; {w}sh -c 'eval \"$Y\"'", "{w}bash -c 'eval \"$1\"' _ @@", "f() { eval \"$1\"; }; f @@",
+    "set -- @@; eval \"$@\"", "PS4=@@; set -x; :", "{w}bash -c 'eval \"$(cat)\"' <<< @@",
 ]
 # Where the value is an argument of an ordinary program: it must arrive as its literal text.
 ARGUMENT_CONTEXTS = ["{w}printf '<%s>\\n' @@", "{w}python3 -c 'import sys; print(sys.argv[1:])' @@"]
