@@ -30,7 +30,7 @@ TRAIN = textwrap.dedent('''\
         taken = socket.socket()
         taken.bind((os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])))  # as a stray server would
         taken.listen()
-    init_distributed(timeout=30)
+    init_distributed(timeout=int(os.environ.get("PG_TIMEOUT", "30")))
     t = torch.ones(4)
     for _ in range(3):
         dist.all_reduce(t)
@@ -48,6 +48,8 @@ TRAIN = textwrap.dedent('''\
             os._exit(0)  # leaves without a word while the others wait
         if mode == "hang":
             time.sleep(600)  # stuck outside any collective
+        if mode == "late":
+            time.sleep(60)  # the others' collective times out first
 
 
     if rank == target:
@@ -130,6 +132,14 @@ def test_a_rank_leaving_while_the_others_wait_in_a_collective(cli, capsys, tmp_p
     assert "still waited for it" in first["line"]
     waited = [r for r in data["ranks"] if r["rank"] != 2]
     assert all(r["exit_code"] not in (0, None) for r in waited)
+
+
+def test_a_collective_timeout_names_the_rank_that_never_joined(cli, capsys, tmp_path):
+    code, first, data, _ = run_and_diagnose(cli, capsys, tmp_path, "late", target=1,
+                                            extra_env='  PG_TIMEOUT: "8"')
+    assert code == 0
+    assert (first["rank"], first["node"], first["signature"], first["ranks"]) == (1, 0, "never-joined", [1])
+    assert "ranks 0, 2, 3 timed out in a collective; rank(s) 1 never joined it" == first["line"]
 
 
 def test_a_port_conflict_names_rank_0_and_master_port(cli, capsys, tmp_path):
