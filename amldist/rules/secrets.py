@@ -121,6 +121,15 @@ def shown(name, value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
+def is_secret_path(path) -> bool:
+    """Whether the value at ``path`` (keys from the document's top) sits under a secret name and is
+    not one of its describing fields (``inputs.api_key.default``: yes; ``inputs.api_key.type``: no)."""
+    keys = [str(part) for part in path or () if isinstance(part, str)]
+    if not any(is_secret_name(key) for key in keys):
+        return False
+    return not (keys and keys[-1].replace("_", "").lower() in _DESCRIPTIVE)
+
+
 def _url_user(match: re.Match) -> str:
     scheme, user = match.group(1), match.group(2)
     if scheme.lower() in _STORAGE_SCHEMES:

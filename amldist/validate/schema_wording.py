@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from amldist.validate.schema_store import EXPECTED, MISPLACED, UNKNOWN_KEYS
+from amldist.rules.secrets import MASK, is_secret_path
 
 _TYPE_WORDS = {
     "null": "null",
@@ -75,9 +76,14 @@ def choices(values) -> str:
     return ", ".join(show(v) if not isinstance(v, str) else v for v in values)
 
 
+_SIZES = ("maxLength", "minItems", "maxItems")  # messages that give a length, not the value
+
+
 def describe(error) -> str:
     """The message of a SchemaError, without the field name (the reporter adds it)."""
     kw, value, found = error.keyword, error.value, error.instance
+    if kw not in _SIZES and is_secret_path(getattr(error, "path", ())):
+        found = MASK  # a secret-named field's value is never printed (amldist.rules.secrets)
     if kw == "type":
         return f"expected {type_words(value)}, got {show(found)}"
     if kw == "enum":
