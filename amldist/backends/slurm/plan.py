@@ -80,6 +80,9 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     run_root = os.path.abspath(options.run_root)
     name = job_name(options.name or job.name, run_root, explicit=bool(options.name or job.name))
     run_dir = os.path.join(run_root, name)
+    if any(c.isspace() for c in run_dir):  # #SBATCH lines end at white space: --chdir/--output would be cut
+        raise UserError(f"the Slurm run folder {run_dir} has white space in its path, which #SBATCH options cannot hold",
+                        hint="submit from a folder whose path has no spaces")
     code_source = code_folder(job.code, prepared.base_dir, file)
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")

@@ -15,6 +15,7 @@ import time
 
 from amldist.backends.local import launchers
 from amldist.backends.local.code_copy import copy_code
+from amldist.backends.local.supervisor import ignore_runs
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan
 from amldist.errors import UserError
@@ -41,11 +42,22 @@ def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
 
 
 def fill_run_folder(p: SlurmJobPlan) -> None:
-    """The run folder as the module docstring lists it (a folder that exists already is an error)."""
+    """The run folder as the module docstring lists it: never one that exists already, and removed again
+    when making it fails half way (a partial snapshot is never submitted later)."""
+    os.makedirs(os.path.dirname(p.run_dir), exist_ok=True)
+    ignore_runs(os.path.dirname(p.run_dir))  # .amldist/.gitignore, as for local runs
     try:
-        os.makedirs(p.run_dir)
+        os.mkdir(p.run_dir, 0o700)
     except FileExistsError:
         raise UserError(f"a Slurm run named {p.job_name!r} already exists", hint="pass --name NEW") from None
+    try:
+        _fill(p)
+    except BaseException:
+        shutil.rmtree(p.run_dir, ignore_errors=True)
+        raise
+
+
+def _fill(p: SlurmJobPlan) -> None:
     for sub in ("user_logs", "state", "bin"):
         os.makedirs(os.path.join(p.run_dir, sub))
     for name in ("python", "python3"):  # `python` is the plan's interpreter in every task, as locally
