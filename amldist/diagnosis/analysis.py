@@ -55,6 +55,8 @@ def by_time(item: tuple[RankLog, Finding | None]) -> tuple:
 
 def diagnose(logs: list[RankLog], ctx: Context, *, job: str, status: str | None, backend: str) -> Diagnosis:
     found = [(log, classify(log, ctx)) for log in logs]
+    for log, finding in found:
+        log.signature = finding.signature if finding is not None else None
     result = Diagnosis(job, status, backend, ranks=logs)
     result.notes = sockets_notes(logs, ctx)
     stuck = stalled(found)

@@ -28,7 +28,7 @@ def to_json(d: Diagnosis) -> dict:
             "first_failure": first,
             "notes": [{"signature": n.signature, "line": n.line, "hint": n.hint, "field": n.field} for n in d.notes],
             "ranks": [{"rank": r.rank, "label": r.label, "node": r.node, "exit_code": r.exit_code,
-                       "ended": when(r.ended), "log": r.log} for r in d.ranks]}
+                       "ended": when(r.ended), "signature": r.signature, "log": r.log} for r in d.ranks]}
 
 
 def to_text(d: Diagnosis, *, cwd: str | None = None) -> str:
@@ -37,6 +37,9 @@ def to_text(d: Diagnosis, *, cwd: str | None = None) -> str:
     lines = [head]
     if d.rank is None:
         lines.append("no rank failed" + ("" if d.status in ("Completed", None) else " (yet)"))
+        if d.status == "Running":
+            lines.append("a job that hangs: AMLDIST_STALL_TIMEOUT in environment_variables names the stuck rank, "
+                         "with every rank's stack in its log")
     else:
         r, f = d.rank, d.finding
         node = f" on node {r.node}" if r.node is not None else ""
@@ -52,6 +55,10 @@ def to_text(d: Diagnosis, *, cwd: str | None = None) -> str:
                 lines.append(f"  where: {f.frame}")
             lines.append(f"fix: {f.hint}" + (f" [spec: {f.field}]" if f.field else ""))
         lines.append(f"log: {rel(r.log)}")
+        others = [f"{o.label} {o.signature or signal_text(o.exit_code)}" for o in d.ranks
+                  if o is not r and (o.signature or o.exit_code not in (None, 0))]
+        if others:
+            lines.append("the other ranks: " + ", ".join(others))
     for note in d.notes:
         lines.append(f"note: {note.signature}: {note.line}; {note.hint} [spec: {note.field}]")
     return "\n".join(lines)

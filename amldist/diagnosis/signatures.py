@@ -37,6 +37,7 @@ class RankLog:
     text: str  # the last part of the log
     exit_code: int | None = None  # negative: killed by that signal; None: unknown or still running
     ended: float | None = None  # seconds since the epoch; None when unknown
+    signature: str | None = None  # what classify() found in it (set by the analysis)
 
 
 @dataclass
