@@ -151,6 +151,8 @@ def judge(r: dict, environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
              f"device {r['device']}",
              f"all-reduce of {r['nbytes'] / 2**20:.0f} MiB over the world: bus bandwidth {r['busbw']:.2f} GB/s "
              f"(algbw {r['algbw']:.2f} GB/s, {r['seconds'] * 1000:.2f} ms each; busbw = algbw * 2(n-1)/n)"]
+    if r["world"] == 1:
+        lines[1] = "a world of one: an all-reduce crosses no link, there is no bandwidth to measure"
     if r["node_busbw"]:
         lines.append("per node (all-reduce within each node): "
                      + ", ".join(f"node {n} {bw:.2f} GB/s" for n, bw in sorted(r["node_busbw"].items())))

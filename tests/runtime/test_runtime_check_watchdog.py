@@ -198,3 +198,8 @@ def test_check_takes_no_command(tmp_path):
 
     assert main(["--check", "--", "python", "x.py"]) == 2
     assert main(["--check", "--print"]) == 2
+
+
+def test_a_world_of_one_has_no_bandwidth_to_measure():
+    lines, failures = judge(result(backend="gloo", world=1, nodes=1, per_node=1, busbw=0.0, node_busbw={}), {})
+    assert failures == [] and "crosses no link" in lines[1]
