@@ -184,6 +184,12 @@ def mpirun_node_args(nodes: int, per_node: int, python: str = sys.executable) ->
             "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo", "--mca", "coll", "^han"]
 
 
+def mpi_agent_usable(python: str = sys.executable) -> bool:
+    """Whether :func:`mpirun_node_args`' agent can be named to Open MPI, which splits it at white space."""
+    agent = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_agent.py")
+    return not any(c.isspace() for c in python + agent)
+
+
 def node_exports(layout: "Layout", per_node: int) -> str:
     """Shell text that sets, in a rank started by ``mpirun``, the launcher variables that differ
     from node to node (CUDA_VISIBLE_DEVICES): the node is OMPI_COMM_WORLD_RANK / ``per_node``

@@ -144,6 +144,10 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     processes = ranks
     if layout.kind == "mpi":
         launcher = find_mpirun(base) if mpirun is True else (mpirun or None)
+        if launcher and layout.nodes > 1 and not envs.mpi_agent_usable():
+            launcher = None
+            notes.append("the MPI launch agent's path has white space, which Open MPI cannot run as an agent: "
+                         "each emulated node's ranks are started by amldist instead")
         if launcher:
             own = {k: v for k, v in layout.slots[0].variables.items() if not k.startswith("OMPI_")}
             processes = [mpirun_process(launcher, ranks, shell, command, {**base, **job_vars, **info, **own}, cwd, log_dir,
