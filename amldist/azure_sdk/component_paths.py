@@ -48,3 +48,21 @@ def absolute(component: dict, folder: str) -> dict:
                 if isinstance(port.get(key), str):
                     port[key] = _absolute(port[key], folder)
     return out
+
+
+def absolute_pipeline(component: dict, folder: str) -> dict:
+    """A copy of a pipeline component written in ``folder`` whose steps' local paths are absolute:
+    ``component: ./x.yml`` references, inline components, inline steps' code and environment, and
+    data paths (the component's inputs' and its steps')."""
+    out = absolute(component, folder)
+    for name, node in (out.get("jobs") or {}).items():
+        if not isinstance(node, dict):
+            continue
+        reference = node.get("component")
+        node = out["jobs"][name] = absolute({k: v for k, v in node.items() if k != "component"}, folder) | (
+            {} if reference is None else {"component": reference})
+        if isinstance(reference, str):
+            node["component"] = _absolute(reference, folder)
+        elif isinstance(reference, dict):
+            node["component"] = (absolute_pipeline if "jobs" in reference else absolute)(reference, folder)
+    return out

@@ -14,15 +14,19 @@ folders and files are only read; steps without a distribution are sent as writte
   (relative paths against the pipeline's folder) and sends it with ``jobs.create_or_update``,
   which registers the steps' code and components before the PUT of the pipeline.
 
-Steps inside a nested pipeline component are sent as written (their component file is not
-rewritten): a known limit, said in a warning when one of them is distributed.
+A distributed step inside a nested pipeline component gets the runtime too: the nested component is
+rewritten with that step's component inline and every relative path absolute, and, since azure-ai-ml
+takes a nested pipeline component only from a file, written at submit to a temporary file the step
+then names (the dry run's body names the component as written: the body is the same).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
@@ -39,9 +43,10 @@ from amldist.rules.names import check_job_name
 
 @dataclass
 class BundledStep:
-    name: str
-    component: dict  # the inline component sent for this step (code: replaced by the snapshot's folder)
+    name: str  # qualified: "train", or "outer/inner" inside a nested pipeline component
+    component: dict  # the step as planned (its inline component's code: replaced by the snapshot at submit)
     snapshot: SnapshotPlan
+    path: tuple = ()  # the keys from the pipeline mapping down to the step's node
 
 
 @dataclass
@@ -68,33 +73,87 @@ def _component_v2(step) -> dict | None:
 
 
 def bundle_steps(data: dict, base_dir: str, file: str = "pipeline") -> tuple[dict, list[BundledStep], list[str]]:
-    """The pipeline with each distributed step's component inline, and what each snapshot will hold."""
+    """The pipeline with each distributed step's component inline, and what each snapshot will hold.
+
+    A nested pipeline component holding such a step is written inline too, its own relative paths
+    made absolute from its file's folder (:func:`amldist.azure_sdk.component_paths.absolute_pipeline`)."""
     data = copy.deepcopy(data)
     steps, warnings = [], []
-    for step in pipeline_graph.pipeline_steps(data, base_dir, file) if "jobs" in data else []:
-        node = data["jobs"][step.name]
-        if step.children is not None:
-            if any(_distributed(s.node, s.component_data) for s in pipeline_graph.walk(step.children)):
-                warnings.append(f"step {step.name} is a nested pipeline: its steps are sent as written "
-                                "(amldist/runtime/ is added only to the top-level steps)")
-            continue
-        component = _component_v2(step) if step.source in (pipeline_graph.LOCAL_FILE, pipeline_graph.INLINE) else None
-        if step.source == pipeline_graph.COMMAND and step.type == "command" and node.get("distribution"):
-            code, command, folder = node.get("code"), node.get("command"), base_dir
-        elif component is not None and _distributed(node, component):
-            code, command, folder = component.get("code"), component.get("command"), step.component_dir
-        else:
-            continue  # registered, other kinds, or not distributed: sent as written
-        snapshot = plan_snapshot(code, folder, command)
-        warnings += [f"step {step.name}: {w}" for w in snapshot.warnings]
-        if not snapshot.shim_added:
-            continue
-        if component is not None:
-            node["component"] = component_paths.absolute(component, folder)
-        elif isinstance(code, str) and paths.is_local(code):
-            node["code"] = paths.local_path(code, folder)
-        steps.append(BundledStep(step.name, node, snapshot))
+    tree = pipeline_graph.pipeline_steps(data, base_dir, file) if "jobs" in data else []
+    _bundle_level(data, tree, base_dir, (), steps, warnings)
     return data, steps, warnings
+
+
+def _bundle_level(level: dict, tree: list, base_dir: str, path: tuple, steps: list, warnings: list) -> bool:
+    """Bundle the distributed steps of one level (``level`` holds its ``jobs:``); True when one was."""
+    changed = False
+    for step in tree:
+        node, where = level["jobs"][step.name], path + ("jobs", step.name)
+        if step.children is not None:
+            sub = copy.deepcopy(step.component_data)
+            if _bundle_level(sub, step.children, step.component_dir, where + ("component",), steps, warnings):
+                node["component"] = component_paths.absolute_pipeline(sub, step.component_dir)
+                changed = True
+            continue
+        snapshot = _bundle_step(step, node, base_dir, warnings)
+        if snapshot is not None:
+            steps.append(BundledStep(step.qualified, node, snapshot, where))
+            changed = True
+    return changed
+
+
+def _bundle_step(step, node: dict, base_dir: str, warnings: list) -> SnapshotPlan | None:
+    """The snapshot of one distributed step, its component written inline into ``node``; None: as written."""
+    component = _component_v2(step) if step.source in (pipeline_graph.LOCAL_FILE, pipeline_graph.INLINE) else None
+    if step.source == pipeline_graph.COMMAND and step.type == "command" and node.get("distribution"):
+        code, command, folder = node.get("code"), node.get("command"), base_dir
+    elif component is not None and _distributed(node, component):
+        code, command, folder = component.get("code"), component.get("command"), step.component_dir
+    else:
+        return None  # registered, other kinds, or not distributed: sent as written
+    snapshot = plan_snapshot(code, folder, command)
+    warnings += [f"step {step.qualified}: {w}" for w in snapshot.warnings]
+    if not snapshot.shim_added:
+        return None
+    if component is not None:
+        node["component"] = component_paths.absolute(component, folder)
+    elif isinstance(code, str) and paths.is_local(code):
+        node["code"] = paths.local_path(code, folder)
+    return snapshot
+
+
+def _nested_as_written(sent: dict, written: dict) -> dict:
+    """``sent`` with each rewritten nested pipeline component named as written: the body is the same
+    (its steps are registered with it), and azure-ai-ml takes a nested pipeline only from a file, which a
+    pure plan does not write (:func:`_externalized` writes them at submit)."""
+    out = copy.deepcopy(sent)
+    for name, node in (out.get("jobs") or {}).items():
+        if isinstance(node, dict) and isinstance(node.get("component"), dict) and "jobs" in node["component"]:
+            node["component"] = written["jobs"][name]["component"]
+    return out
+
+
+def _externalized(node: dict, folder: str) -> None:
+    """A step's rewritten nested pipeline component (and those inside it, innermost first) written to a
+    file in ``folder`` and named by its path: azure-ai-ml loads a nested pipeline component only from a file."""
+    from amldist.model.yamlio import dump_yaml
+
+    component = node.get("component")
+    if not (isinstance(component, dict) and "jobs" in component):
+        return
+    for inner in component["jobs"].values():
+        if isinstance(inner, dict):
+            _externalized(inner, folder)
+    path = os.path.join(folder, f"pipeline_component_{len(os.listdir(folder))}.yml")
+    with open(path, "x", encoding="utf-8") as fh:
+        fh.write(dump_yaml(component))
+    node["component"] = path
+
+
+def _node_at(data: dict, path: tuple) -> dict:
+    for key in path:
+        data = data[key]
+    return data
 
 
 def _distributed(node: dict, component) -> bool:
@@ -125,7 +184,7 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     except UserError as exc:
         workspace, problem = None, exc
     sent, steps, warnings = bundle_steps(data, prepared.base_dir, prepared.source)
-    body = rest_body(from_data(sent, file=prepared.source), base_dir=prepared.base_dir)
+    body = rest_body(from_data(_nested_as_written(sent, data), file=prepared.source), base_dir=prepared.base_dir)
     return AzurePipelinePlan(sent, prepared.base_dir, steps, workspace, problem, body, data.get("name"), warnings,
                              options.stream)
 
@@ -160,9 +219,14 @@ def submit_pipeline(plan: AzurePipelinePlan, *, client_for, call) -> object:
     with ExitStack() as stack:
         for step in plan.steps:
             written = stack.enter_context(materialized(step.snapshot))
-            node = data["jobs"][step.name]
+            node = _node_at(data, step.path)
             target = node["component"] if isinstance(node.get("component"), dict) else node
             target["code"] = written.path
+        nested = {step.path[1] for step in plan.steps if len(step.path) > 2}  # top-level steps rewritten inline
+        if nested:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="amldist-pipeline-"))
+            for name in nested:
+                _externalized(data["jobs"][name], folder)
         entity = to_azure(from_data(data, file="pipeline"), base_dir=plan.base_dir)
         client = client_for(plan.workspace)
         return call(lambda: client.jobs.create_or_update(entity), plan.workspace)

@@ -133,3 +133,28 @@ def test_a_bundled_step_keeps_its_components_own_paths(fake_pipeline_azure, cli,
     assets = fake_pipeline_azure.code_assets()
     bundled = [files for files in assets.values() if "amldist/runtime/__init__.py" in files]
     assert len(bundled) == 1 and {"train.py", "lib/helpers.py"} <= set(bundled[0]), sorted(bundled[0])
+
+
+def test_a_distributed_step_inside_a_nested_pipeline_component_gets_the_runtime(fake_pipeline_azure, cli, tmp_path):
+    project = make_pipeline_project(tmp_path / "p")
+    (project / "sub").mkdir()
+    (project / "sub" / "inner.yml").write_text(
+        "$schema: https://azuremlschemas.azureedge.net/latest/pipelineComponent.schema.json\n"
+        "type: pipeline\nname: inner\nversion: '1'\ninputs:\n  data: {type: uri_folder}\n"
+        "outputs:\n  model: {type: uri_folder}\njobs:\n  train:\n    type: command\n"
+        "    component: ../train.yml\n    inputs:\n      data: ${{parent.inputs.data}}\n"
+        "    outputs:\n      model: ${{parent.outputs.model}}\n")
+    (project / "nested.yml").write_text(
+        "type: pipeline\nname: nested_demo\ncompute: azureml:cpu-cluster\njobs:\n"
+        "  prep:\n    type: command\n    code: ./src\n    command: python prep.py ${{outputs.data}} 0\n"
+        "    environment: azureml:AzureML-sklearn-1.5@latest\n    outputs:\n      data: {type: uri_folder}\n"
+        "  outer:\n    type: pipeline\n    component: ./sub/inner.yml\n"
+        "    inputs:\n      data: ${{parent.jobs.prep.outputs.data}}\n")
+    code, out, err = cli("submit", str(project / "nested.yml"), "--dry-run")
+    assert code == 0, err
+    assert list(json.loads(out)["steps_with_runtime"]) == ["outer/train"]
+    code, out, err = cli("submit", str(project / "nested.yml"), *WORKSPACE)
+    assert code == 0, err
+    bundled = [files for files in fake_pipeline_azure.code_assets().values() if "train.py" in files
+               and "amldist/runtime/__init__.py" in files]
+    assert len(bundled) == 1
