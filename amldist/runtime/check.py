@@ -62,6 +62,14 @@ def probe_transport(environ: MutableMapping[str, str]) -> str | None:
     return pattern
 
 
+def forget_probe(environ: MutableMapping[str, str]) -> None:
+    """After the check: the variables probe_transport() set leave the environment (child processes do not
+    inherit them; NCCL read them when it started and keeps its log file)."""
+    if environ.get(NCCL_LOG_VAR):
+        for name in ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", NCCL_LOG_VAR):
+            environ.pop(name, None)
+
+
 def transport_from_log(text: str) -> str | None:
     """``IB`` or ``Socket``, as NCCL's INFO log says it chose ("Using network IB", "NET/IB : Using")."""
     match = re.search(r"Using network (\w+)", text)
@@ -204,4 +212,5 @@ def run_check(env, *, seconds: float = 2.0, out=None, environ: Mapping[str, str]
         print("\n".join(f"{PREFIX} {line}" for line in lines), file=out or sys.stdout, flush=True)
         verdict = [failures]
     dist.broadcast_object_list(verdict, src=0)
+    forget_probe(os.environ)
     return verdict[0]

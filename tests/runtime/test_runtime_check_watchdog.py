@@ -203,3 +203,15 @@ def test_check_takes_no_command(tmp_path):
 def test_a_world_of_one_has_no_bandwidth_to_measure():
     lines, failures = judge(result(backend="gloo", world=1, nodes=1, per_node=1, busbw=0.0, node_busbw={}), {})
     assert failures == [] and "crosses no link" in lines[1]
+
+
+def test_the_nccl_probe_respects_the_users_nccl_debug_and_is_forgotten_after():
+    from amldist.runtime.check import forget_probe, probe_transport
+
+    mine = {"NCCL_DEBUG": "WARN"}
+    assert probe_transport(mine) is None and mine == {"NCCL_DEBUG": "WARN"}
+    environ = {"PATH": "/bin"}
+    pattern = probe_transport(environ)
+    assert environ["NCCL_DEBUG"] == "INFO" and environ["NCCL_DEBUG_FILE"] == pattern and "%h.%p" in pattern
+    forget_probe(environ)
+    assert environ == {"PATH": "/bin"}
