@@ -116,6 +116,7 @@ def test_every_job_azure_ai_ml_accepts_gets_the_same_body_from_amldist():
         except Exception:  # noqa: BLE001 - azure-ai-ml refuses the file: not in the comparison
             continue
         shown = amldist_shown(path)
+        assert shown["request"]["job"], path  # the dry run names the job it will create
         spec = read_document(path)[1].data
         bundled = set(shown.get("steps_with_runtime") or ())
         ours = normalised(shown["request"]["body"], spec, bundled)

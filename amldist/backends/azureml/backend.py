@@ -168,6 +168,10 @@ class AzureMLBackend(Backend):
             job.environment_variables = {**sized, **(job.environment_variables or {})}
         if options.name:
             job.name = check_job_name(options.name)  # one folder name, one printable word (rules/names)
+        if not job.name:  # azure-ai-ml would generate it while sending; generated here, the dry run names it
+            from azure.ai.ml.entities._job.job_name_generator import generate_job_name
+
+            job.name = generate_job_name()
         try:
             workspace, problem = require_workspace(
                 os.environ if self.environ is None else self.environ, self.cwd or os.getcwd(),
