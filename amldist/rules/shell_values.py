@@ -61,6 +61,8 @@ def check(name: str, value: str, context: Context, *, is_path: bool = False) -> 
                  "characters")
     if context.role == shell_roles.INTERPRETER_CODE:
         return Verdict(warning=interpreter_warning(ref, context), hint=INTERPRETER_HINT)
+    if is_path:
+        return Verdict()  # a local path: Azure ML passes its own mount path there, not this text
     reading = azure_reading(value, context)
     if reading is None:
         return Verdict()

@@ -230,3 +230,11 @@ def test_the_same_payloads_pasted_as_azure_ml_does_would_run(tmp_path, shell, pa
                        capture_output=True, timeout=20, env={"PATH": os.environ["PATH"]})
         ran |= (folder / "pwned").exists()
     assert ran or (payload.startswith("<(") and "bash" not in shell)  # process substitution is bash's
+
+
+def test_divergence_is_warned_for_values_not_for_local_paths_that_azure_ml_replaces_with_its_own():
+    rendered = render("python t.py --o ${{outputs.o}} --m ${{inputs.m}} --n '${{inputs.n}}'",
+                      {"outputs.o": "/a (b)/o", "inputs.m": "x; y", "inputs.n": "it's"}, paths={"outputs.o"})
+    assert [w[0] for w in rendered.warnings] == ["inputs.m", "inputs.n"]
+    assert "end the command" in rendered.warnings[0][1] and "end the single quotes" in rendered.warnings[1][1]
+    assert "\"${{inputs.m}}\"" in rendered.warnings[0][2] and "x; y" not in rendered.warnings[0][1]
