@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from amldist.rules import paths
+from amldist.rules.ignore_files import check_backtracking, read_lines
 from amldist.rules.runtime_bundle import RUNS_DIR, has_own_amldist, shim_files, write_file
 
 
@@ -68,7 +69,11 @@ def _ignore_file(folder: str):
     """azure-ai-ml's own ignore-file object for ``folder`` (``.amlignore`` wins over ``.gitignore``)."""
     from azure.ai.ml._utils._asset_utils import get_ignore_file
 
-    return get_ignore_file(folder)
+    ignore = get_ignore_file(folder)
+    if ignore.exists():  # the SDK's matcher backtracks: a pathological pattern would hang the upload
+        check_backtracking(read_lines(str(ignore.path)), f"{ignore.path}: the pattern",
+                           hint="simplify it: azure-ai-ml's matcher (and so the upload) would take hours on it")
+    return ignore
 
 
 def _code_files(source: str) -> dict[str, str]:
