@@ -22,7 +22,10 @@ when they reached a collective it never joined), and posts that name. Every rank
 seeing it, prints the ``stall`` line and its threads' stacks (``faulthandler``) to stderr, which is
 its log, waits until every rank has done so (at most a few seconds) and exits with
 :data:`STALL_EXIT_CODE`: the stuck rank first, the others a moment later.
-``amldist job diagnose`` reads the line and the stuck rank's stack.
+A rank whose main thread holds the GIL (stuck in C code that never releases it) starves its own
+watchdog thread: faulthandler's C timer, re-armed on every look, then writes its stacks, and the
+other ranks name it, since its entry in the store stops moving. ``amldist job diagnose`` reads the
+line and the stuck rank's stack.
 """
 
 from __future__ import annotations
@@ -108,11 +111,20 @@ class Watchdog:
         self.waiting = False  # in a collective: waiting for the others, not the cause
 
     def start(self) -> "Watchdog":
+        self.arm()  # before the thread first runs: the main thread may hold the GIL from now on
         self.thread.start()
         return self
 
     def stop(self) -> None:
         self.stopped.set()
+        faulthandler.cancel_dump_traceback_later()
+
+    def arm(self) -> None:
+        """faulthandler's own timer (a C thread that needs no GIL) dumps every thread's stack if this
+        thread does not re-arm it in time: a main thread that holds the GIL (stuck in C code that never
+        releases it) starves this thread, and the other ranks name the rank whose entry went stale."""
+        if hasattr(self.out, "fileno"):
+            faulthandler.dump_traceback_later(self.timeout + 5 * self.interval, repeat=False, file=self.out)
 
     def look(self, now: float) -> None:
         """Compare the main thread's frame with the last look; progress moves ``last_progress``."""
@@ -127,6 +139,7 @@ class Watchdog:
     def _run(self) -> None:
         try:
             while not self.stopped.wait(self.interval):
+                self.arm()
                 now = time.time()
                 self.look(now)
                 self.store.set(f"{PREFIX}{self.rank}",
@@ -158,6 +171,7 @@ class Watchdog:
     def stop_job(self, culprit: str) -> None:
         """Write the stall line and this rank's stacks to its log, then end the process."""
         stuck, what = culprit.split(" ", 1)
+        faulthandler.cancel_dump_traceback_later()
         try:
             self.out.write(f"amldist.runtime: stall: rank {stuck} {what}; every rank writes its Python stack "
                            f"to its log and stops (this is rank {self.rank}; stall_timeout {self.timeout:g} s)\n")

@@ -215,3 +215,31 @@ def test_the_nccl_probe_respects_the_users_nccl_debug_and_is_forgotten_after():
     assert environ["NCCL_DEBUG"] == "INFO" and environ["NCCL_DEBUG_FILE"] == pattern and "%h.%p" in pattern
     forget_probe(environ)
     assert environ == {"PATH": "/bin"}
+
+
+GIL_HELD = textwrap.dedent("""\
+    import datetime, re, sys
+    from torch.distributed import TCPStore
+    from amldist.runtime.watchdog import Watchdog
+
+    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=datetime.timedelta(seconds=30))
+    Watchdog(0, 1, store, 1.0, interval=0.2).start()
+    print("stuck", flush=True)
+    re.match(r"(a+)+$", "a" * 64 + "b")  # catastrophic backtracking: C code that never releases the GIL
+""")
+
+
+def test_a_main_thread_holding_the_gil_still_gets_its_stack_written(tmp_path):
+    import subprocess
+
+    script = tmp_path / "gil.py"
+    script.write_text(GIL_HELD)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    try:
+        time.sleep(10)  # well past the 1 s timeout and faulthandler's margin (1 + 5 x 0.2 s), even on a busy machine
+    finally:
+        proc.kill()
+        out, err = proc.communicate(timeout=30)
+    assert "stuck" in out
+    assert re.search(r"File \".*gil\.py\", line 8 in <module>", err), err[-2000:]
