@@ -70,7 +70,8 @@ def test_the_stream_follower_prints_each_line_once_and_keeps_a_bounded_unfinishe
 
 
 def test_stream_of_a_real_run_prints_each_progress_line_once(tmp_path):
-    script = "import sys, time\nfor i in range(5):\n    sys.stdout.write(f'\\rstep {i}'); sys.stdout.flush(); time.sleep(0.1)\nprint()\n"
+    script = ("import sys, time\nfor i in range(5):\n"
+              "    sys.stdout.write(f'\\rstep {i}'); sys.stdout.flush(); time.sleep(0.1)\nprint()\n")
     (tmp_path / "bar.py").write_text(script)
     _job(tmp_path, "python bar.py")
     result = amldist("submit", "job.yml", "--local", "--stream", cwd=tmp_path, timeout=60)
