@@ -75,16 +75,19 @@ def diagnose(logs: list[RankLog], ctx: Context, *, job: str, status: str | None,
         return result
     left = left_early(found, waiting)
     result.rank, result.finding = left if left is not None else (
-        never_joined(found, waiting) or all_stopped(waiting) or waiting[0])
+        never_joined(found, waiting) or all_stopped(waiting, status) or waiting[0])
     return result
 
 
-def all_stopped(waiting: list) -> tuple[RankLog, Finding] | None:
-    """Every failing rank was stopped by the launcher and none failed by itself: the job hung (until
-    limits.timeout, or a cancel)."""
+def all_stopped(waiting: list, status: str | None) -> tuple[RankLog, Finding] | None:
+    """Every failing rank was stopped by the launcher and none failed by itself: the job was canceled, or
+    it hung until limits.timeout."""
     if not all(f is not None and f.signature == "stopped" for _log, f in waiting):
         return None
     log = waiting[0][0]
+    if status == "Canceled":
+        return log, Finding("canceled", f"every rank was stopped ({signal_text(log.exit_code)}): the job was "
+                            "canceled", "nothing failed: it was stopped by its user (amldist job cancel, Ctrl-C)")
     return log, Finding("hung", f"every rank was stopped by the launcher ({signal_text(log.exit_code)}); none "
                         "failed by itself", "the job hung until limits.timeout (or a cancel): set "
                         "AMLDIST_STALL_TIMEOUT in environment_variables (and call init_distributed()) so the "

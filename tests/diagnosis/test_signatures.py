@@ -139,3 +139,9 @@ def test_a_failed_azure_job_without_exit_codes_or_known_lines_shows_the_first_qu
     result = diagnose(logs, Context(), job="j", status="Failed", backend="azureml")
     assert result.rank.rank == 1 and result.finding is None and result.exit_code == 1
     assert "step 4" in result.tail()
+
+
+def test_a_canceled_job_is_not_a_hang():
+    logs = [log("step 10", -15, r, ended=50.0) for r in range(2)]
+    result = diagnose(logs, Context(), job="j", status="Canceled", backend="local")
+    assert (result.finding.signature, result.finding.field) == ("canceled", None)
