@@ -99,7 +99,9 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
         value = given.get(name, port.get("default"))
         if value is None:
             if not is_optional(port):
-                raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')})")
+                example = "./local/path" if is_data_type(port.get("type")) or type_word(port.get("type")) == "path" else "VALUE"
+                raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')}): "
+                                f"--input {name}={example}")
             continue
         if is_data_type(port.get("type")) or type_word(port.get("type")) == "path":
             data = {"type": port["type"], **(value if isinstance(value, dict) else {"path": str(value)})}
