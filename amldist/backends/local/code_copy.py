@@ -142,11 +142,15 @@ def copy_includes(includes, dest: str) -> int:
 def _included_files(source: str):
     """(relative path, absolute path) of every file an included folder adds, ignore rules applied."""
     rules = code_ignore(source)
-    for root, dirs, files in os.walk(source, followlinks=False):
+    seen = {os.path.realpath(source)}  # linked folders are read through, as azure-ai-ml does, each once
+    for root, dirs, files in os.walk(source, followlinks=True):
         rel_root = os.path.relpath(root, source)
         rel_root = "" if rel_root == "." else rel_root
-        dirs[:] = [d for d in sorted(dirs) if d not in ALWAYS_SKIPPED
-                   and not is_ignored(rules, os.path.join(rel_root, d), True)]
+        kept = [d for d in sorted(dirs) if d not in ALWAYS_SKIPPED
+                and os.path.realpath(os.path.join(root, d)) not in seen
+                and not is_ignored(rules, os.path.join(rel_root, d), True)]
+        seen.update(os.path.realpath(os.path.join(root, d)) for d in kept)
+        dirs[:] = kept
         for f in sorted(files):
             rel = os.path.join(rel_root, f)
             full = os.path.join(root, f)
