@@ -35,7 +35,8 @@ def resolve(entries, base_dir: str, code_dir: str | None, file: str = "the compo
     if not entries:
         return ()
     if not isinstance(entries, list):
-        raise UserError(f"{file}: additional_includes is not a list", hint="list paths, e.g. additional_includes: [../lib]")
+        raise UserError(f"{file}: additional_includes is not a list",
+                        hint="list paths, e.g. additional_includes: [../lib]")
     found = []
     for index, entry in enumerate(entries):
         where = f"{file}: additional_includes[{index}]"

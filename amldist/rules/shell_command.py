@@ -84,7 +84,8 @@ _ENCLOSING = {"backtick", "parameter", "arithmetic", "conditional"}
 # a function (``f() {``, ``function f``) or an alias the command defines: calling it runs its body
 _DEFINITION = re.compile(r"(?:^|[\s;&|({])(?:function\s+([A-Za-z_][\w.:-]*)|([A-Za-z_][\w.:-]*)\s*\(\s*\))"
                          r"|\balias\s+([A-Za-z_][\w.:-]*)=")
-_ARITHMETIC = re.compile(r"\$\(\(|\(\(|\$\[|\[\[|\blet\b|\b(declare|typeset|local|export|readonly)\s+-\w*i|\$\{[^}]*[\[:]")
+_ARITHMETIC = re.compile(r"\$\(\(|\(\(|\$\[|\[\[|\blet\b|\$\{[^}]*[\[:]"
+                         r"|\b(declare|typeset|local|export|readonly)\s+-\w*i")
 
 
 @dataclass(eq=False)

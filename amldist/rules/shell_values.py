@@ -129,7 +129,8 @@ def fix(ref: str, value: str, context: Context) -> str:
     double_ok = not re.search(r'["$`\\]', value)
     single_ok = "'" not in value
     if context.quoting == UNQUOTED and double_ok and context.role != shell_roles.ASSIGNMENT:
-        return f"write \"{ref}\" (in double quotes) so that Azure ML passes the text as one argument, or change the value"
+        return (f"write \"{ref}\" (in double quotes) so that Azure ML passes the text as one argument, "
+                "or change the value")
     if context.quoting in (UNQUOTED, DOUBLE) and single_ok:
         return f"write '{ref}' (in single quotes) so that Azure ML passes the text literally, or change the value"
     if context.quoting == SINGLE and double_ok:
