@@ -225,15 +225,16 @@ def _supplied_step_paths(path: Path, spec: dict, folder: Path) -> list[str]:
     return sets
 
 
-def local_outcome(path: Path, folder: Path) -> str:
+def local_outcome(path: Path, folder: Path, inputs_of: Path | None = None) -> str:
     from amldist.backends import get_backend
     from amldist.model import read_document
     from amldist.submit.prepare import prepare
     from amldist.submit.prepared import SubmitOptions
 
     spec = read_document(path)[1].data
+    given = _supplied_inputs(inputs_of or path, read_document(inputs_of or path)[1].data, folder)
     try:
-        prepared = prepare(str(path), inputs=_supplied_inputs(path, spec, folder),
+        prepared = prepare(str(path), inputs=given,
                            sets=_supplied_step_paths(path, spec, folder))
         backend = get_backend("local")
         backend.plan(prepared, SubmitOptions(dry_run=True, run_root=str(folder / "runs")))
@@ -252,3 +253,20 @@ def test_local_runs_refuse_pipeline_steps_only_for_what_cannot_run_here(tmp_path
              if o != "planned" and not LOCAL_REFUSALS.search(o) and not VALUE_REFUSED.search(o)}
     assert other == {}
     assert sum(o == "planned" for o in outcomes.values()) >= 25
+
+
+def test_a_pipeline_job_from_each_real_pipeline_component_gets_azure_ai_mls_body(tmp_path):
+    """``type: pipeline`` + ``component: <real pipeline component>`` (no ``jobs:``): the same body both ways,
+    and locally one line per registered step (azureml-assets' components run registered ones)."""
+    components = [p for p in SPECS if kind_of(p) == "pipeline_component"]
+    for index, path in enumerate(components):
+        job = tmp_path / f"job{index}.yml"
+        job.write_text(f"type: pipeline\nname: from_component_{index}\ncomponent: {path}\n")
+        shown = amldist_shown(job)
+        assert shown["request"]["job"] == f"from_component_{index}"
+        assert normalised(shown["request"]["body"], {}, set()) == normalised(azure_body(job), {}, set()), path
+        folder = tmp_path / f"inputs{index}"
+        folder.mkdir()
+        outcome = local_outcome(job, folder, inputs_of=path)  # the component's inputs given values
+        assert outcome == "planned" or LOCAL_REFUSALS.search(outcome), outcome
+    assert len(components) >= 5

@@ -88,9 +88,15 @@ def is_secret_name(name) -> bool:
     return any(last.endswith(end) and last != end for end in SECRET_ENDINGS)
 
 
+_BINDING_ONLY = re.compile(r"\s*(\$\{\{[^{}]*\}\}\s*)+")
+
+
 def remember(value) -> None:
-    """Mask ``value`` from now on wherever it appears in text this process prints or writes."""
-    if isinstance(value, str) and len(value.strip()) >= MIN_REMEMBERED:
+    """Mask ``value`` from now on wherever it appears in text this process prints or writes.
+
+    A binding (``${{parent.inputs.api_key}}``) names where a value comes from, it holds none: it is not
+    remembered (it would mask the same reference in every other step, depending on which was seen first)."""
+    if isinstance(value, str) and len(value.strip()) >= MIN_REMEMBERED and not _BINDING_ONLY.fullmatch(value):
         _known.add(value)
 
 

@@ -182,11 +182,26 @@ def prepare_pipeline(file: str, doc, text: str, *, sets=(), inputs=(), cwd: str,
                         hint="set a step's counts with --set jobs.<step>.resources.instance_count=N")
     base_dir = os.path.dirname(os.path.abspath(file))
     data = overrides.apply_sets(doc.data, list(sets))
-    data = overrides.apply_inputs(data, overrides.parse_inputs(list(inputs)), cwd=cwd, file=file)
+    given = overrides.parse_inputs(list(inputs))
+    data = overrides.apply_inputs(_component_ports(data, given, base_dir), given, cwd=cwd, file=file)
     kept: list = []
     check(file, validate_data(data, file, kind=PIPELINE_JOB, base_dir=base_dir, doc=doc,
                               text=text if data == doc.data else None), kept)
     return PreparedPipeline(from_data(data, file=file), resolve(data, base_dir, file), file, base_dir, kept)
+
+
+def _component_ports(data: dict, given: dict, base_dir: str) -> dict:
+    """A pipeline job written as ``component: ./x.yml`` takes ``--input`` for its component's inputs too:
+    each one named becomes a job input of the component's type (what ``az ml job create --set
+    inputs.NAME=...`` writes), so the value reaches the component as the job's."""
+    top = graph.top_component(data, base_dir) if given else None
+    ports = (top.data.get("inputs") if top is not None and top.data is not None else None) or {}
+    missing = [name for name in given if name in ports and name not in (data.get("inputs") or {})]
+    if not missing or not isinstance(data.get("inputs", {}), dict):
+        return data
+    declared = {name: {"type": ports[name].get("type")} if isinstance(ports[name], dict) else None
+                for name in missing}
+    return {**data, "inputs": {**(data.get("inputs") or {}), **declared}}
 
 
 def resolve(data: dict, base_dir: str, file: str) -> PipelineGraph:

@@ -186,3 +186,27 @@ def test_an_inline_nested_components_step_names_are_validated_too(tmp_path):
     assert [(d.code, d.line) for d in validate_file(tmp_path / "pipeline.yml")] == [("invalid-step-name", 8)]
     with pytest.raises(SpecInvalid):
         prepare(str(tmp_path / "pipeline.yml"))
+
+
+def test_input_reaches_a_top_level_components_inputs(tmp_path):
+    (tmp_path / "pc.yml").write_text(
+        "type: pipeline\nname: pc\nversion: '1'\ninputs:\n  word: {type: string, default: hello}\n"
+        f"jobs:\n  say:\n    command: echo ${{{{inputs.w}}}}\n    environment: {ENV}\n"
+        "    inputs: {w: '${{parent.inputs.word}}'}\n")
+    (tmp_path / "job.yml").write_text("type: pipeline\ncomponent: ./pc.yml\n")
+    prepared = prepare(str(tmp_path / "job.yml"), inputs=["word=bye"])
+    assert prepared.graph.node("say").inputs == {"w": "bye"}
+    assert prepared.job.to_dict()["inputs"] == {"word": "bye"}  # what az ml job create --set inputs.word=bye sends
+    with pytest.raises(UserError, match="declares no input named 'wrod'"):
+        prepare(str(tmp_path / "job.yml"), inputs=["wrod=bye"])
+
+
+def test_a_binding_to_a_secret_named_input_is_no_secret_value():
+    from amldist.rules.secrets import mask_tree
+
+    body = {"jobs": {"a": {"inputs": {"api_key": {"value": "${{parent.inputs.api_key}}"}}},
+                     "b": {"inputs": {"columns": {"value": "${{parent.inputs.text}},${{parent.inputs.api_key}}"}}}}}
+    # masked the same whatever the order the steps come in (a binding names a value, it holds none)
+    for order in (body, {"jobs": dict(reversed(list(body["jobs"].items())))}):
+        masked = mask_tree(order)
+        assert masked["jobs"]["b"]["inputs"]["columns"]["value"] == "${{parent.inputs.text}},${{parent.inputs.api_key}}"
