@@ -147,9 +147,14 @@ def measure(env, *, seconds: float = 2.0, nbytes: int | None = None) -> dict:
         dist.all_gather_object(pairs, (env.node_rank, bus_bandwidth(nbytes, seconds_node, len(groups[0]))[0]))
         node_bw = {node: bw for node, bw in pairs}
     busbw, algbw = bus_bandwidth(nbytes, per_world, world)
+    seen = [None] * world
+    dist.all_gather_object(seen, (env.node_rank, read_transport(os.environ) if cuda else "TCP (gloo)"))
+    transports = {}
+    for node, transport in seen:
+        transports[node] = transports.get(node) or transport
     return {"backend": backend, "world": world, "nodes": len(groups), "per_node": max(len(g) for g in groups),
             "device": str(device), "nbytes": nbytes, "seconds": per_world, "busbw": busbw, "algbw": algbw,
-            "node_busbw": node_bw, "transport": read_transport(os.environ) if cuda else "TCP (gloo)",
+            "node_busbw": node_bw, "transports": transports,
             "elapsed": time.perf_counter() - began}
 
 
@@ -164,14 +169,11 @@ def judge(r: dict, environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
     if r["node_busbw"]:
         lines.append("per node (all-reduce within each node): "
                      + ", ".join(f"node {n} {bw:.2f} GB/s" for n, bw in sorted(r["node_busbw"].items())))
-    lines.append(f"transport: {r['transport'] or 'not known (NCCL_DEBUG was set by the job; see its log)'}")
+    lines.append(transport_line(r["transports"]))
     gpu = "nccl" in r["backend"]
     failures = slow_nodes(r["node_busbw"]) if gpu else []  # CPU "nodes" of a local run share one machine
+    failures += sockets_on_infiniband(r["transports"], environ)
     size, expected = environ.get(SIZE_VAR), environ.get(EXPECTED_VAR)
-    if r["transport"] == "Socket" and environ.get(IB_VAR) == "1":
-        failures.append(f"NCCL used TCP sockets on {size}, an InfiniBand size: NCCL_IB_DISABLE="
-                        f"{environ.get('NCCL_IB_DISABLE', '<unset>')}, NCCL_NET={environ.get('NCCL_NET', '<unset>')}"
-                        "; unset them in environment_variables, or use an image with the InfiniBand libraries")
     if not gpu:
         lines.append("on CPU (gloo) there is nothing to compare against: expected bandwidths are known for NCCL "
                      "between GPUs")
@@ -186,6 +188,24 @@ def judge(r: dict, environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
     elif size:
         lines.append(f"size {size}: no expectation for one node (the GPUs' own links)")
     return lines, failures
+
+
+def transport_line(transports: dict) -> str:
+    unknown = "not known (NCCL_DEBUG was set by the job: its own log says)"
+    kinds = set(transports.values())
+    if len(kinds) <= 1:
+        return f"transport: {next(iter(kinds), None) or unknown}"
+    return "transport: " + ", ".join(f"node {n} {t or unknown}" for n, t in sorted(transports.items()))
+
+
+def sockets_on_infiniband(transports: dict, environ: Mapping[str, str]) -> list[str]:
+    nodes = [str(n) for n, t in sorted(transports.items()) if t == "Socket"]
+    if not nodes or environ.get(IB_VAR) != "1":
+        return []
+    return [f"node {', '.join(nodes)}: NCCL used TCP sockets on {environ.get(SIZE_VAR)}, an InfiniBand size "
+            f"(NCCL_IB_DISABLE={environ.get('NCCL_IB_DISABLE', '<unset>')}, NCCL_NET="
+            f"{environ.get('NCCL_NET', '<unset>')}): unset them in environment_variables, or use an image with "
+            "the InfiniBand libraries"]
 
 
 def slow_nodes(node_bw: dict) -> list[str]:

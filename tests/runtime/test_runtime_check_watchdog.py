@@ -40,7 +40,7 @@ def test_the_transport_is_read_from_nccls_info_log(text, expected):
 def result(**kw) -> dict:
     base = {"backend": "nccl", "world": 16, "nodes": 2, "per_node": 8, "device": "cuda:0", "nbytes": 256 << 20,
             "seconds": 0.002, "busbw": 170.0, "algbw": 90.0, "node_busbw": {0: 220.0, 1: 225.0},
-            "transport": "IB", "elapsed": 2.0}
+            "transports": {0: "IB", 1: "IB"}, "elapsed": 2.0}
     return {**base, **kw}
 
 
@@ -55,8 +55,10 @@ def test_a_healthy_ib_job_passes_and_reports_the_expectation():
 
 
 def test_sockets_on_an_infiniband_size_fail_naming_the_variable():
-    _, failures = judge(result(transport="Socket"), {**IB_SIZE, "NCCL_IB_DISABLE": "1"})
-    assert any("NCCL used TCP sockets on Standard_ND96asr_v4" in f and "NCCL_IB_DISABLE=1" in f for f in failures)
+    lines, failures = judge(result(transports={0: "IB", 1: "Socket"}), {**IB_SIZE, "NCCL_IB_DISABLE": "1"})
+    assert "transport: node 0 IB, node 1 Socket" in lines
+    assert any(f.startswith("node 1: NCCL used TCP sockets on Standard_ND96asr_v4") and "NCCL_IB_DISABLE=1" in f
+               for f in failures)
 
 
 def test_a_node_far_below_the_rest_fails_naming_it():
@@ -70,7 +72,7 @@ def test_bandwidth_far_below_the_size_fails():
 
 
 def test_on_cpu_there_is_nothing_to_compare_against():
-    lines, failures = judge(result(backend="gloo", device="cpu", transport="TCP (gloo)",
+    lines, failures = judge(result(backend="gloo", device="cpu", transports={0: "TCP (gloo)", 1: "TCP (gloo)"},
                                    node_busbw={0: 1.5, 1: 0.2}), {})
     assert failures == []  # the "nodes" of a local run share one machine
     assert any("nothing to compare against" in line for line in lines)
