@@ -124,6 +124,13 @@ class _Place:
     word: _Word | None  # None: on the standard input (a here-document body)
 
 
+def _redirect_kind(operator: str) -> str:
+    """A here-string is the command's input; ``< FILE`` names the file it reads as its input."""
+    if operator.endswith("<<<"):
+        return roles.HERESTRING
+    return roles.REDIRECT_IN if operator.lstrip("0123456789") in ("<", "<>") else roles.REDIRECT
+
+
 def _ends_word(ch: str) -> bool:
     return ch in " \t" or ch in _OPERATORS or ch in "()<>"
 
@@ -155,14 +162,14 @@ class _Lexer:
             return
         frame.word = _Word()
         if frame.redirect_next:
-            word.kind = roles.HERESTRING if frame.redirect_next.endswith("<<<") else roles.REDIRECT
+            word.kind = _redirect_kind(frame.redirect_next)
             frame.redirect_next = ""
         elif _REDIRECT.match(word.raw):
             operator = _REDIRECT.match(word.raw)
             if operator.end() == len(word.raw):  # detached: the target is the next word
                 frame.redirect_next = word.raw
                 return
-            word.kind = roles.HERESTRING if operator.group(1) == "<<<" else roles.REDIRECT
+            word.kind = _redirect_kind(operator.group(1))
         elif frame.command_position and _ASSIGNMENT.match(word.raw):
             word.kind = roles.ASSIGN
         elif frame.command_position and word.raw in _KEYWORDS and not word.holders:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 
 WORD, ASSIGN, REDIRECT, HERESTRING = "word", "assign", "redirect", "herestring"  # kinds of words
+REDIRECT_IN = "redirect-in"  # the file after <: what the command reads as its standard input
 
 ARGUMENT = "argument"
 STDIN = "stdin"  # data on the standard input of an ordinary program
@@ -157,6 +158,8 @@ class Roles:
             return self.stdin
         if word.kind == HERESTRING:
             return self.stdin
+        if word.kind == REDIRECT_IN and self.stdin[0] not in SAFE_ROLES:  # bash < FILE: the value names the code
+            return PROGRAM, f"{self.stdin[1]} <"
         return self.roles.get(id(word), (ARGUMENT, ""))
 
     def _set(self, words: list, start: int, role: str, via: str) -> None:

@@ -71,6 +71,8 @@ def context_of(command: str) -> list[str]:
     ("PS4=${{inputs.m}}; set -x", ["unquoted:shell-code"]),  # a variable that chooses what runs
     ("x=$(echo ${{inputs.m}}); bash -c \"$x\"", ["unquoted:shell-code"]),  # a variable a reader of code reads
     ("X=${{inputs.m}}; python t.py \"$X\"", ["unquoted:assignment"]),
+    ("bash < ${{inputs.m}}", ["unquoted:program"]),  # the value names the file bash runs
+    ("python t.py < ${{inputs.m}} > \"${{inputs.m}}\"", ["unquoted:argument", "double:argument"]),
     ("echo 'it''s' ${{inputs.m}} \"a'b\" ${{inputs.m}}", ["unquoted:argument", "unquoted:argument"]),
     # issue 17: nested shells and evaluators behind any wrapper, found by what commands do
     ('timeout 600 bash -c "${{inputs.m}}"', ["double:shell-code"]),
