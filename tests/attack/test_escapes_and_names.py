@@ -151,3 +151,46 @@ def test_job_verbs_print_hostile_run_folder_names_escaped(tmp_path, name):
         result.assert_clean()
         assert "\x1b" not in result.out + result.err, args
         assert all(not line.startswith("lines") for line in (result.out + result.err).splitlines()), args
+
+
+LEAF = """\
+$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json
+name: leaf
+version: 1
+type: command
+command: echo hi
+environment: azureml:env:1
+"""
+
+
+def _nested(tmp_path, levels: int, fan_out: int, step_name: str = "s{i}"):
+    (tmp_path / "c0.yml").write_text(LEAF)
+    for level in range(1, levels + 1):
+        kind = "    type: pipeline\n" if level > 1 else ""
+        jobs = "".join(f"  {step_name.format(i=i)}:\n{kind}    component: ./c{level - 1}.yml\n" for i in range(fan_out))
+        (tmp_path / f"c{level}.yml").write_text(
+            "$schema: https://azuremlschemas.azureedge.net/latest/pipelineComponent.schema.json\n"
+            f"name: p{level}\nversion: 1\ntype: pipeline\njobs:\n{jobs}")
+    (tmp_path / "pipeline.yml").write_text(
+        "$schema: https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json\ntype: pipeline\n"
+        f"jobs:\n  top:\n    type: pipeline\n    component: ./c{levels}.yml\n")
+
+
+def test_nested_pipeline_fan_out_is_bounded_in_seconds_and_memory(tmp_path):
+    _nested(tmp_path, levels=8, fan_out=4)  # 65,536 steps if expanded
+    for args in (("validate", "pipeline.yml"), ("submit", "pipeline.yml", "--local", "--dry-run"),
+                 ("submit", "pipeline.yml", "--dry-run")):
+        result = amldist(*args, cwd=tmp_path, timeout=60)
+        result.assert_clean(codes=(1,))
+        assert result.seconds < 30 and "too-many-steps" in result.out + result.err, args
+
+
+def test_a_nested_step_named_to_escape_is_refused_and_creates_nothing(tmp_path):
+    project = tmp_path / "a" / "b" / "project"
+    project.mkdir(parents=True)
+    _nested(project, levels=1, fan_out=1, step_name="../../escaped_step")
+    before = _everything_under(tmp_path)
+    for args in (("validate", "pipeline.yml"), ("submit", "pipeline.yml", "--local"),
+                 ("submit", "pipeline.yml", "--dry-run")):
+        amldist(*args, cwd=project, timeout=60).assert_clean(codes=(1,))
+    assert _everything_under(tmp_path) == before
