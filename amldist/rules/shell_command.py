@@ -68,6 +68,8 @@ class Context:
         """Where the value goes, for messages (``in an argument that bash -c reads as shell code``)."""
         if self.enclosing:
             return ENCLOSING_TEXT[self.enclosing]
+        if self.role not in roles.SAFE_ROLES or self.quoting not in QUOTING_TEXT:
+            return roles.describe(self.role, self.via)
         if self.quoting in QUOTING_TEXT:
             return QUOTING_TEXT[self.quoting]
         return roles.describe(self.role, self.via)

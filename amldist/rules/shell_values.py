@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from amldist.rules import shell_roles
-from amldist.rules.shell_command import ANSI, COMMENT, DOUBLE, HEREDOC, SINGLE, UNQUOTED, Context
+from amldist.rules.shell_command import ANSI, COMMENT, DOUBLE, HEREDOC, QUOTED_HEREDOC, SINGLE, UNQUOTED, Context
 
 BENIGN_CHARACTERS = "letters, digits, spaces and _ . / : = , + @ % -"
 BENIGN = re.compile(r"[A-Za-z0-9_./:=,+@%-]*(?: [A-Za-z0-9_./:=,+@%-]*)*")
@@ -52,6 +52,8 @@ def check(name: str, value: str, context: Context, *, is_path: bool = False) -> 
     if not context.proven_safe():
         if context.role == shell_roles.PROGRAM and is_path and context.enclosing is None:
             return Verdict()  # a local path amldist made names the program, quoted as one word
+        if _pasted_as_data(value, context):
+            return Verdict()
         if is_benign(value):
             return Verdict()
         return Verdict(
@@ -68,6 +70,13 @@ def check(name: str, value: str, context: Context, *, is_path: bool = False) -> 
         return Verdict()
     return Verdict(warning=f"{name}: Azure ML's shell would read the value as more than its text ({reading}); "
                            "a local run passes the literal text", hint=fix(ref, value, context))
+
+
+def _pasted_as_data(value: str, context: Context) -> bool:
+    """A quoted here-document's body is never expanded: pasted there, as Azure ML pastes it, a value
+    without a line break (which could end the body) is data for an ordinary program, whatever it holds."""
+    return (context.quoting == QUOTED_HEREDOC and context.enclosing is None and context.role in shell_roles.SAFE_ROLES
+            and "\n" not in value and "\r" not in value)
 
 
 INTERPRETER_HINT = "pass the value as an argument of the script (sys.argv) or an environment variable instead"

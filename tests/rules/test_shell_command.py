@@ -109,7 +109,7 @@ def test_each_placeholder_gets_the_context_a_shell_would_read_it_in(command, exp
 
 
 @pytest.mark.parametrize("command", [
-    "bash -c \"echo ${{inputs.tok}}\"", "echo $(( ${{inputs.tok}} ))", "${{inputs.tok}}", "cat <<'E'\n${{inputs.tok}}\nE",
+    "bash -c \"echo ${{inputs.tok}}\"", "echo $(( ${{inputs.tok}} ))", "${{inputs.tok}}", "bash <<'E'\n${{inputs.tok}}\nE",
     "timeout 60 ${{inputs.tok}}", "N=${{inputs.tok}}; echo $((N+1))", "echo ${{inputs.tok}} | sh"])
 def test_a_hostile_value_in_an_unproven_context_is_one_error_naming_the_input_without_its_value(command):
     with pytest.raises(UserError) as info:
@@ -240,3 +240,10 @@ def test_divergence_is_warned_for_values_not_for_local_paths_that_azure_ml_repla
     assert [w[0] for w in rendered.warnings] == ["inputs.m", "inputs.n"]
     assert "end the command" in rendered.warnings[0][1] and "end the single quotes" in rendered.warnings[1][1]
     assert "\"${{inputs.m}}\"" in rendered.warnings[0][2] and "x; y" not in rendered.warnings[0][1]
+
+
+def test_a_quoted_here_document_for_an_ordinary_program_takes_any_one_line_value_pasted_as_azure_ml_does():
+    command = "cat <<'E' > cfg.json\n{\"name\": \"${{inputs.m}}\"}\nE\npython t.py"
+    assert render(command, {"inputs.m": "it's $(x)"}).command == command.replace("${{inputs.m}}", "it's $(x)")
+    with pytest.raises(UserError, match="quoted delimiter"):  # a line break could end the body early
+        render(command, {"inputs.m": "a\nE\ntouch pwned"})
