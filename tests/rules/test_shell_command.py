@@ -109,7 +109,8 @@ def test_each_placeholder_gets_the_context_a_shell_would_read_it_in(command, exp
 
 
 @pytest.mark.parametrize("command", [
-    "bash -c \"echo ${{inputs.tok}}\"", "echo $(( ${{inputs.tok}} ))", "${{inputs.tok}}", "bash <<'E'\n${{inputs.tok}}\nE",
+    "bash -c \"echo ${{inputs.tok}}\"", "echo $(( ${{inputs.tok}} ))", "${{inputs.tok}}",
+    "bash <<'E'\n${{inputs.tok}}\nE",
     "timeout 60 ${{inputs.tok}}", "N=${{inputs.tok}}; echo $((N+1))", "echo ${{inputs.tok}} | sh"])
 def test_a_hostile_value_in_an_unproven_context_is_one_error_naming_the_input_without_its_value(command):
     with pytest.raises(UserError) as info:
