@@ -8,19 +8,16 @@ is printed once. Logs are read in chunks, never whole.
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 import time
 
 from amldist.backends.base import RUNNING, JobRecord
 from amldist.backends.local.jobs import get_run, get_step
+from amldist.backends.local.log_stream import LogFollower
 from amldist.backends.local.records import read_record
 from amldist.errors import UserError
 
 FOLLOW_POLL_SECONDS = 0.2
-CHUNK = 64 * 1024
-MAX_LINE = 1024 * 1024  # a longer "line" (no newline in sight) is printed in pieces
 
 
 def pick_logs(run: JobRecord, rank: int | None) -> list[tuple[str, str]]:
@@ -74,50 +71,15 @@ def logs(run_root: str, name: str, *, step: str | None = None, rank: int | None 
         run = get_run(run_root, name)
 
 
-def _open_regular(path: str):
-    """``path`` opened for reading if it is a regular file; None for anything else (a FIFO planted where a log
-    should be would block a plain open, a device would never end)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
-
-
 class _Reader:
-    """Where each log was read to, so that every line is printed once."""
+    """Where each log was read to, so that every line is printed once: :mod:`amldist.backends.local.log_stream`
+    reads chunks, keeps an unfinished line in memory (never read again) and writes a single log as written."""
 
     def __init__(self, out):
         self.out = out
-        self.offsets: dict[str, int] = {}
+        self.follower = LogFollower(out.write, raw=True)
 
     def copy(self, path: str, label: str | None, *, whole: bool) -> None:
-        """Write the lines of ``path`` after its offset (complete lines only unless ``whole``)."""
-        prefix = f"[{label}] " if label else ""
-        offset = self.offsets.get(path, 0)
-        fh = _open_regular(path)
-        if fh is None:
-            return
-        with fh:
-            fh.seek(offset)
-            pending = b""
-            while chunk := fh.read(CHUNK):
-                pending += chunk
-                cut = pending.rfind(b"\n") + 1 if len(pending) <= MAX_LINE else len(pending)
-                self._write(pending[:cut], prefix)
-                offset += cut
-                pending = pending[cut:]
-            if whole and pending:
-                self._write(pending + b"\n", prefix)
-                offset += len(pending)
-        self.offsets[path] = offset
+        """Write the lines of ``path`` added since the last call (complete lines only unless ``whole``)."""
+        self.follower.copy(path, f"[{label}] " if label else "", final=whole)
         self.out.flush()
-
-    def _write(self, data: bytes, prefix: str) -> None:
-        if not data:
-            return
-        text = data.decode("utf-8", "replace")
-        self.out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)
