@@ -265,3 +265,21 @@ def test_sigkill_to_amldist_leaves_no_daemon_of_the_run(tmp_path):
     finally:
         for pid in _alive(f"sleep {tag}\\."):
             os.kill(int(pid), signal.SIGKILL)
+
+
+def test_job_logs_of_a_huge_log_stays_in_bounded_memory(tmp_path, attack_long):
+    _job(tmp_path, "echo hi")
+    amldist("submit", "job.yml", "--local", "--name", "big", cwd=tmp_path, timeout=60).assert_clean(codes=(0,))
+    log = tmp_path / ".amldist" / "runs" / "big" / "user_logs" / "std_log.txt"
+    lines = 3_000_000 if attack_long else 1_000_000  # 300 MB or 100 MB; a long "line" of 5 MB in the middle
+    with open(log, "wb") as fh:
+        fh.write(("x" * 99 + "\n").encode() * (lines // 2) + b"y" * 5_000_000 + b"\n"
+                 + ("x" * 99 + "\n").encode() * (lines // 2))
+    probe = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'amldist', 'job', 'logs', "
+             "'big', '--local'], stdout=subprocess.DEVNULL, check=True); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    started = time.monotonic()
+    peak_kb = int(subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                                 timeout=120, check=True).stdout)
+    assert peak_kb < 150_000, peak_kb  # a few chunks, not the log (100 MB or more)
+    assert time.monotonic() - started < 60
