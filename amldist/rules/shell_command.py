@@ -307,7 +307,8 @@ class _Lexer:
             frame.word.raw = "\0"
             self._open_substitution("cmd", ")", 2)
         elif ch == "(":
-            self._end_command(frame)
+            self._finish_word(frame)
+            self._end_command(frame, piped=frame.command.piped and not frame.command.words)  # `| (read x; ...)`
             frame.depth += 1
             self.i += 1
         elif ch == ")":
@@ -529,14 +530,17 @@ def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, Context]:
         return cache[id(command)]
 
     # A pipe into a reader of code (| sh, | xargs sh -c, | bash): what comes before may be its code.
-    readers = [c for c in lexer.commands if c.piped and roles_of(c).stdin[0] not in roles.SAFE_ROLES]
     sink = _code_sink(lexer.commands, roles_of)
+    readers = [c for c in lexer.commands if c.piped and (roles_of(c).stdin[0] not in roles.SAFE_ROLES or (
+        sink and roles_of(c).stdin[0] == roles.ASSIGNMENT))]
     found = {}
     for start, place in places.items():
         role, via = _role_of(place, roles_of)
         later = [c for c in readers if c.start > start]
         if role in roles.SAFE_ROLES and later:
-            role, via = roles.SHELL_CODE, f"a pipe into {roles_of(later[0]).stdin[1] or 'a shell'}"
+            reader = roles_of(later[0]).stdin
+            role, via = roles.SHELL_CODE, f"a pipe into {reader[1] or 'a shell'}" + (
+                f", then {sink}" if reader[0] == roles.ASSIGNMENT else "")
         elif role == roles.ASSIGNMENT and sink:
             role, via = roles.SHELL_CODE, f"a variable that {sink} may read as code"
         found[start] = Context(place.quoting, role, via, place.enclosing)

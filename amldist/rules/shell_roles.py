@@ -143,6 +143,8 @@ class Roles:
         plain = [w for w in words if w.kind == WORD]
         if plain:
             self._program(plain, 0, "")
+        elif any(w.kind in (HERESTRING, REDIRECT_IN) for w in words):  # `done <<< X`: the loop may `read` it
+            self.stdin = (ASSIGNMENT, "the input of a compound command")
         self._shells_after_wrappers(plain)
 
     def _assignment(self, word) -> tuple[str, str]:
@@ -160,6 +162,8 @@ class Roles:
             return self.stdin
         if word.kind == REDIRECT_IN and self.stdin[0] not in SAFE_ROLES:  # bash < FILE: the value names the code
             return PROGRAM, f"{self.stdin[1]} <"
+        if word.kind == REDIRECT_IN and self.stdin[0] == ASSIGNMENT:  # read x < <(echo X): into a variable
+            return self.stdin
         return self.roles.get(id(word), (ARGUMENT, ""))
 
     def _set(self, words: list, start: int, role: str, via: str) -> None:

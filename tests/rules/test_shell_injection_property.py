@@ -30,6 +30,8 @@ CODE_CONTEXTS = [
     "{w}sh -c \"echo @@\"", "{w}bash <<EOF\n@@\nEOF", "x=$(echo @@); {w}bash -c \"$x\"", "read -r x <<< @@; eval \"$x\"",
     "export Y=@@; {w}sh -c 'eval \"$Y\"'", "{w}bash -c 'eval \"$1\"' _ @@", "f() { eval \"$1\"; }; f @@",
     "set -- @@; eval \"$@\"", "PS4=@@; set -x; :", "{w}bash -c 'eval \"$(cat)\"' <<< @@",
+    "while read -r l; do eval \"$l\"; done <<< @@", "read -r l < <(echo @@); eval \"$l\"",
+    "echo @@ | (read -r l; eval \"$l\")", "{w}bash < <(echo @@)",
 ]
 # Where the value is an argument of an ordinary program: it must arrive as its literal text.
 ARGUMENT_CONTEXTS = ["{w}printf '<%s>\\n' @@", "{w}python3 -c 'import sys; print(sys.argv[1:])' @@"]
