@@ -144,13 +144,14 @@ def test_a_failing_status_write_is_retried_and_never_fatal(tmp_path, monkeypatch
 def test_a_closed_stdout_ends_quietly_with_the_commands_own_code(tmp_path):
     _job(tmp_path, "echo hi")
     for args, expected in ((["validate", "job.yml"], 0), (["submit", "job.yml", "--local", "--dry-run"], 0),
-                           (["validate", "missing.yml"], 2)):
+                           (["validate", "missing.yml"], 2), (["submit", "job.yml", "--local", "--name", "cut"], 0)):
         proc = subprocess.Popen([sys.executable, "-m", "amldist", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         proc.stdout.close()  # `| head` that already quit
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == expected, err
         assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
+    assert '"status": "Completed"' in (tmp_path / ".amldist" / "runs" / "cut" / "status.json").read_text()
 
 
 def test_a_full_stdout_is_one_line(tmp_path):

@@ -272,8 +272,8 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
     for warning in getattr(p, "warnings", ()):  # values Azure ML's shell would read differently
         print(f"warning: {warning}", file=err)
     rel_run = os.path.relpath(p.run_dir)
-    print(f"job {p.job_name}: {len(p.ranks)} process(es), python {p.python}, run folder {rel_run}", file=out,
-          flush=True)
+    # sup.write: a closed stdout (`| head` that quit) must not stop the run before it starts
+    sup.write(f"job {p.job_name}: {len(p.ranks)} process(es), python {p.python}, run folder {rel_run}\n")
     busy = _hold_port(p.busy_port)
     try:
         sup.state = RunState(p)
@@ -293,8 +293,8 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
     record_end(sup, outcome, failed)
     try:
         return _report(sup, outcome, failed, out, err)
-    except OSError:  # the terminal is gone (SIGHUP): the processes are stopped, nobody reads the report
-        return 128 + sup.stop_signal if sup.stop_signal else 1
+    except OSError:  # the terminal is gone (SIGHUP, `| head`): the run's own outcome still decides the code
+        return 0 if outcome == "ok" else 128 + sup.stop_signal if sup.stop_signal else 1
 
 
 def _restore(previous: dict) -> None:
