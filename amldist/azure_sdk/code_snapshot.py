@@ -100,8 +100,42 @@ def _code_files(source: str) -> dict[str, str]:
     return files
 
 
-def plan_snapshot(code: str | None, base_dir: str, command: str | None) -> SnapshotPlan:
-    """What the job's snapshot will hold (see the module docstring); reads, never writes."""
+def _include_files(include) -> dict[str, str | bytes]:
+    """The snapshot entries one ``additional_includes`` entry adds (:mod:`amldist.rules.additional_includes`):
+    a file under its name, a folder's files under its name (its own ignore file applied, as the SDK does), a
+    ``NAME.zip`` entry as that folder zipped, the folder itself the archive's root entry."""
+    if not os.path.isdir(include.source):
+        return {include.name: include.source}
+    files = _code_files(include.source)
+    if not include.zipped:
+        return {f"{include.name}/{relative}": source for relative, source in files.items()}
+    import io
+    import zipfile
+
+    root = os.path.basename(include.source)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.write(include.source, root)
+        for relative, source in sorted(files.items()):
+            archive.write(source, f"{root}/{relative}")
+    return {include.name: buffer.getvalue()}
+
+
+def plan_snapshot(code: str | None, base_dir: str, command: str | None, includes=()) -> SnapshotPlan:
+    """What the job's snapshot will hold (see the module docstring); reads, never writes.
+
+    ``includes``: a component's resolved ``additional_includes``, added at the snapshot's root as Azure ML
+    adds them when it builds the component's code, so a component sent as a job runs with them."""
+    snap = _plan_code(code, base_dir, command)
+    if includes:
+        if snap.name is None:
+            snap.name = "code"
+        for include in includes:
+            snap.files.update(_include_files(include))
+    return snap
+
+
+def _plan_code(code: str | None, base_dir: str, command: str | None) -> SnapshotPlan:
     if code is None:
         if "amldist" not in (command or ""):
             return SnapshotPlan()

@@ -158,10 +158,6 @@ class AzureMLBackend(Backend):
             return AzurePipelineJobPlan(pipeline.plan_pipeline(
                 prepared, options, environ=os.environ if self.environ is None else self.environ,
                 cwd=self.cwd or os.getcwd()))
-        if getattr(prepared, "code_includes", ()):  # a job cannot carry them; not sent without them
-            raise UserError(f"{prepared.source}: the component has additional_includes, which a single job sent to "
-                            "Azure ML cannot carry", hint="run it as a step of a pipeline job (the includes are "
-                            "uploaded with it), or locally with --local")
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win
@@ -179,7 +175,8 @@ class AzureMLBackend(Backend):
                 workspace=options.workspace), None
         except UserError as exc:
             workspace, problem = None, exc
-        snapshot = plan_snapshot(job.code, prepared.base_dir, job.command)
+        snapshot = plan_snapshot(job.code, prepared.base_dir, job.command,
+                                 includes=getattr(prepared, "code_includes", ()))
         body = rest_body(job, base_dir=prepared.base_dir)
         if snapshot.name is not None:
             body.setdefault("properties", {})["codeId"] = (

@@ -350,3 +350,43 @@ def test_missing_azure_packages_are_a_user_error(fake_azure, tmp_path, monkeypat
         submit(make_project(tmp_path), SubmitOptions(**WS))
     assert "azure-identity" in caught.value.message and "pip install azure-ai-ml azure-identity" in caught.value.hint
     assert fake_azure.requests == []
+
+
+def test_a_component_with_additional_includes_uploads_them_as_azure_ml_lays_them_out(fake_azure, tmp_path, capsys):
+    import io
+    import zipfile
+
+    from amldist.submit.prepare import prepare
+
+    (tmp_path / "component" / "src").mkdir(parents=True)
+    (tmp_path / "component" / "src" / "train.py").write_text("print('train')\n")
+    (tmp_path / "shared_lib").mkdir()
+    (tmp_path / "shared_lib" / "util.py").write_text("HELP = 1\n")
+    (tmp_path / "shared_lib" / "big.ckpt").write_bytes(b"\0" * 8)
+    (tmp_path / "shared_lib" / ".amlignore").write_text("*.ckpt\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("X = 2\n")
+    (tmp_path / "settings.json").write_text("{}\n")
+    (tmp_path / "component" / "train.yml").write_text(textwrap.dedent("""\
+        $schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json
+        type: command
+        name: train_with_includes
+        code: ./src
+        command: python -m amldist.runtime -- python train.py
+        environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest
+        additional_includes: [../shared_lib, ../settings.json, ../pkg.zip]
+        distribution: {type: pytorch, process_count_per_instance: 1}
+        resources: {instance_count: 2}
+        """))
+    prepared = prepare(str(tmp_path / "component" / "train.yml"))
+    options = SubmitOptions(**WS)
+    assert "settings.json" in dry_run(prepared, options)  # the dry run lists what the upload will hold
+    assert submit(prepared, options) == 0
+    uploaded = fake_azure.uploaded_code()
+    assert uploaded["train.py"] == b"print('train')\n"
+    assert uploaded["shared_lib/util.py"] == b"HELP = 1\n"
+    assert "shared_lib/big.ckpt" not in uploaded  # the included folder's own ignore file, as azure-ai-ml applies it
+    assert uploaded["settings.json"] == b"{}\n"
+    with zipfile.ZipFile(io.BytesIO(uploaded["pkg.zip"])) as archive:
+        assert archive.read("pkg/mod.py") == b"X = 2\n"
+    assert "amldist/runtime/__init__.py" in uploaded
