@@ -9,7 +9,9 @@ For every command job and pipeline job of the corpus that azure-ai-ml 1.35.2 loa
   ``amldist/runtime/``; azure-ai-ml names the folder; both upload at submit);
 - ``bundled step source``: ``_source`` of a pipeline step whose component amldist wrote inline to
   give it the runtime (``YAML.JOB`` for ``YAML.COMPONENT``);
-- ``masking``: azure-ai-ml's body is masked with amldist's one masking rule, as the dry run prints.
+- ``masking``: azure-ai-ml's body is masked with amldist's one masking rule, as the dry run prints;
+- ``size facts``: the ``AMLDIST_VM_*`` / ``AMLDIST_EXPECTED_BUSBW_GBS`` variables amldist adds to a distributed
+  job on a catalog VM size (:mod:`amldist.rules.fabric`, for the runtime's fabric check), unless the spec sets them.
 
 Command components have no job body: each must get one from ``submit --dry-run`` (run as a job),
 and amldist's component (loaded, typed, written back) must give azure-ai-ml the same component
@@ -30,6 +32,7 @@ import pytest
 
 from amldist.errors import UserError
 
+SIZE_FACTS = {"AMLDIST_VM_SIZE", "AMLDIST_VM_INFINIBAND", "AMLDIST_EXPECTED_BUSBW_GBS"}
 CORPUS = Path(__file__).parent / "fixtures" / "real_specs"
 SPECS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yml", ".yaml"))
 LOCAL_REFUSALS = re.compile(r"is registered in a workspace|runs only on Azure ML|is the Azure ML data asset")
@@ -86,6 +89,10 @@ def normalised(body: dict, spec: dict, bundled: set) -> dict:
         props["displayName"] = "<generated name>"
     if "codeId" in props:
         props["codeId"] = "<code asset>"
+    own = set((spec.get("environment_variables") or {}) if isinstance(spec, dict) else ())
+    if isinstance(props.get("environmentVariables"), dict):
+        props["environmentVariables"] = {k: v for k, v in props["environmentVariables"].items()
+                                         if k in own or k not in SIZE_FACTS}
     jobs = {name: dict(step) for name, step in (props.get("jobs") or {}).items()}
     for name in bundled & set(jobs):
         jobs[name]["_source"] = "<bundled step source>"
@@ -270,3 +277,22 @@ def test_a_pipeline_job_from_each_real_pipeline_component_gets_azure_ai_mls_body
         outcome = local_outcome(job, folder, inputs_of=path)  # the component's inputs given values
         assert outcome == "planned" or LOCAL_REFUSALS.search(outcome), outcome
     assert len(components) >= 5
+
+
+def test_a_distributed_job_on_a_catalog_size_differs_only_by_the_named_size_facts(tmp_path):
+    """The fifth normalisation is the only difference, and it is there: written so a failure shows which."""
+    from amldist.model import read_document
+
+    job = tmp_path / "job.yml"
+    job.write_text(
+        "$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\n"
+        "type: command\ncommand: python -c 'print(1)'\n"
+        "environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest\ncompute: azureml:gpu-cluster\n"
+        "distribution: {type: pytorch, process_count_per_instance: 8}\n"
+        "resources: {instance_count: 2, instance_type: Standard_ND96isr_H100_v5}\n"
+        "environment_variables: {NCCL_DEBUG: INFO}\n")
+    shown = amldist_shown(job)
+    ours = shown["request"]["body"]["properties"]["environmentVariables"]
+    assert set(ours) == SIZE_FACTS | {"NCCL_DEBUG"} and ours["AMLDIST_VM_INFINIBAND"] == "1"
+    spec = read_document(job)[1].data
+    assert normalised(shown["request"]["body"], spec, set()) == normalised(azure_body(job), spec, set())
