@@ -26,6 +26,11 @@ class InteropError(UserError):
     """azure-ai-ml refused a spec; the message is azure-ai-ml's own, on one line."""
 
 
+# What azure-ai-ml's own code raises on a value it did not expect, past amldist's validation (a
+# mutated real spec: ``mode: 1.0e+308``): a refusal of the spec, said in one line, not an amldist bug.
+SDK_FAILURES = (AttributeError, TypeError, ValueError, KeyError, IndexError)
+
+
 def _origin(base_dir) -> str:
     # azure-ai-ml resolves `code:` and `file:` paths against the folder of relative_origin;
     # the file name itself is never opened.
@@ -152,6 +157,10 @@ def to_azure(spec, *, base_dir=None, add_runtime: bool = True):
                 return load_component(stream, relative_origin=origin)
     except (MlException, MarshmallowError) as exc:
         raise InteropError(f"azure-ai-ml rejects the {kind.replace('_', ' ')}: {_one_line(exc)}") from None
+    except SDK_FAILURES as exc:  # azure-ai-ml's own code failing on a value it did not expect (mode: 1.0e+308)
+        raise InteropError(f"azure-ai-ml cannot read the {kind.replace('_', ' ')}: {type(exc).__name__}: "
+                           f"{_one_line(exc)}", hint="a value of a type azure-ai-ml does not expect (a number where "
+                           "it expects text or a mapping, ...)") from None
     raise TypeError(f"to_azure() needs an amldist spec object, not {type(spec).__name__}")
 
 
@@ -197,8 +206,12 @@ def rest_body(spec, *, base_dir=None) -> dict:
         )
     entity = to_azure(spec, base_dir=base_dir, add_runtime=False)  # what is sent, with no snapshot written
     from azure.ai.ml.entities._job.to_rest_functions import to_rest_job_object
+    from azure.ai.ml.exceptions import MlException
 
-    rest = to_rest_job_object(entity)
+    try:
+        rest = to_rest_job_object(entity)
+    except (MlException, *SDK_FAILURES) as exc:  # e.g. "${{inputs.x}} has changed to ${{parent.inputs.x}}"
+        raise InteropError(f"azure-ai-ml cannot build the request: {_one_line(exc)}") from None
     return _to_json(rest)
 
 
