@@ -56,6 +56,10 @@ def from_data(data, *, file: str = "<data>") -> "Spec":
         raise SpecLoadError(file, 1, 1, "not-a-spec", NOT_A_SPEC, hint=NOT_A_SPEC_HINT)
     from amldist.model.specs import SPEC_CLASSES
 
+    if kind not in SPEC_CLASSES:  # a pipeline component: validated, but a step's component, never run alone
+        raise SpecLoadError(file, 1, 1, "not-runnable", f"a {kind.replace('_', ' ')} is not a job: it runs as the "
+                            "component of a pipeline step", hint="name it in a pipeline job's step "
+                            "(type: pipeline, component: ./this.yml), or submit that pipeline job")
     return SPEC_CLASSES[kind].from_dict(data)
 
 
