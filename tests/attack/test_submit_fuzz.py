@@ -20,7 +20,8 @@ import yaml
 from amldist.cli.main import main
 from tests.conftest import ROOT, conformance_files
 
-SEEDS = [p for p in [*conformance_files("valid"), *ROOT.glob("samples/**/*.yml"), *ROOT.glob("components/**/*.yml")]]
+SEEDS = [p for p in [*conformance_files("valid"), *ROOT.glob("samples/**/*.yml"), *ROOT.glob("components/**/*.yml"),
+                     *ROOT.glob("tests/fixtures/real_specs/**/*.yml")]]  # real public specs: pipelines, spark, ...
 ANY = ["true", True, 0, -1, 2**70, "9" * 5000, 1e308, "", None, [], {}, ["a"], {"a": 1}, "a\nb", "\x1b[31mred",
        "../../x", "Standard_NC" + "9" * 5000 + "s_v3", "1:30", "0123", "${{inputs.x}}", "${{parent.inputs.x}}",
        {"type": "integer", "min": "true"}, {"type": "number", "max": "x"}, {"type": "uri_folder", "path": "../../x"}]
