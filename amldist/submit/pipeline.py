@@ -253,9 +253,10 @@ def _resolve_jobs(steps: list, parent_inputs: dict, file: str, prefix: str):
     aliases: dict = {}  # (step, output) of a nested pipeline step -> the inner OutputRef
     for step in steps:
         where = f"{step.file}: jobs.{step.name}"
-        if not isinstance(step.node.get("inputs") or {}, dict):  # a step kind the schema leaves open (spark, ...)
-            raise UserError(f"{where}.inputs must be a mapping of input names to values",
-                            hint="e.g. inputs: {data: ${{parent.inputs.data}}}")
+        for field in ("inputs", "outputs"):  # a step kind the schema leaves open (spark, a flow, ...)
+            if not isinstance(step.node.get(field) or {}, dict):
+                raise UserError(f"{where}.{field} must be a mapping of names to values",
+                                hint=f"e.g. {field}: {{data: ${{{{parent.{field}.data}}}}}}")
         values = {key: _bind_input(value, parent_inputs, step.base_dir, f"{where}.inputs.{key}", prefix)
                   for key, value in (step.node.get("inputs") or {}).items()}
         if step.type == "pipeline" and step.children is not None:
