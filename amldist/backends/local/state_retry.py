@@ -13,6 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
+from amldist.model.files import FileProblem
+
 RETRY_DELAYS = (0.05, 0.2)  # seconds between the tries of one write: short, the supervisor is polling
 
 
@@ -33,7 +35,7 @@ class RetryingWrite:
                 time.sleep(delay)
             try:
                 write()
-            except OSError as exc:
+            except (OSError, FileProblem) as exc:  # FileProblem: model.files' wording of an OSError
                 error = exc
                 continue
             self._succeeded()
@@ -48,9 +50,9 @@ class RetryingWrite:
             self._say(f"note: {self.what} is written again")
             self._reported = False
 
-    def _report(self, error: OSError) -> None:
+    def _report(self, error) -> None:
         if not self._reported:
-            reason = error.strerror or str(error)
+            reason = getattr(error, "strerror", None) or getattr(error, "reason", None) or str(error)
             self._say(f"warning: cannot write {self.what} ({reason}); the run goes on and amldist writes it "
                       "again at the next change")
             self._reported = True
