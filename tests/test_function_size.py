@@ -36,9 +36,6 @@ def test_the_counter_finds_a_long_function(tmp_path):
     assert long_functions(tmp_path) == [f"{tmp_path.name}/m.py:6 long (63 lines)"]
 
 
-# Others are shrinking their modules' functions in parallel; the lead turns this into a plain test
-# (drops the xfail) once every area is under the bar.
-@pytest.mark.xfail(strict=False, reason="functions over 60 lines remain in areas being split in parallel")
 def test_no_function_is_over_60_lines():
     offenders = long_functions()
     assert offenders == [], f"{len(offenders)} function(s) over {MAX_LINES} lines:\n" + "\n".join(offenders)
