@@ -4,7 +4,7 @@
 The mutations replace one value by a hostile one of the same kind or a different one (``min: "true"``,
 a 5,000-digit size name or count, a huge timeout, bindings to nothing, names with newlines), so that
 many mutants still pass ``validate`` and reach the conversion to a job and the Azure body. Fast tier
-(CI): 120 mutants; long tier (``--attack-long``): 3,000, with 0 internal errors.
+(CI): 120 mutants; long tier (``--attack-long``): 10,000, with 0 internal errors.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_mutants_past_validate_never_crash_a_later_reader(tmp_path, monkeypatch,
     monkeypatch.delenv("AMLDIST_DEBUG", raising=False)
     monkeypatch.chdir(tmp_path)
     rng = random.Random(20261126)
-    total = 3_000 if attack_long else 120
+    total = 10_000 if attack_long else 120
     problems = []
     for i in range(total):
         problems += _case(rng, tmp_path / f"m{i:05d}")
