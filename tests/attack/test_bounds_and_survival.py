@@ -152,6 +152,12 @@ def test_a_closed_stdout_ends_quietly_with_the_commands_own_code(tmp_path):
         assert proc.wait(timeout=60) == expected, err
         assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
     assert '"status": "Completed"' in (tmp_path / ".amldist" / "runs" / "cut" / "status.json").read_text()
+    (tmp_path / "pipeline.yml").write_text(PIPELINE.replace("secretpipe", "cutpipe"))
+    proc = subprocess.Popen([sys.executable, "-m", "amldist", "submit", "pipeline.yml", "--local"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    assert proc.wait(timeout=90) == 0, proc.stderr.read().decode()
+    assert '"status": "Completed"' in (tmp_path / ".amldist" / "runs" / "cutpipe" / "status.json").read_text()
 
 
 def test_a_full_stdout_is_one_line(tmp_path):

@@ -36,7 +36,7 @@ from amldist.backends.local.plan import LocalPlan, describe, job_name, plan
 from amldist.backends.local.process_groups import die_with_parent
 from amldist.backends.local.records import step_exit_code
 from amldist.backends.local.run_state import STEP_STATUS, PipelineState, write_state
-from amldist.backends.local.supervisor import STOP_SIGNALS, ignore_runs, launch
+from amldist.backends.local.supervisor import STOP_SIGNALS, ignore_runs, launch, say
 from amldist.errors import UserError
 from amldist.rules.secrets import mask_tree
 from amldist.model.files import inside
@@ -247,8 +247,8 @@ def run_pipeline(pp: PipelinePlan, *, out=None, err=None) -> int:
     fd = os.open(os.path.join(pp.run_dir, "pipeline.yml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(fd, "w", encoding="utf-8") as fh:
         fh.write(pp.pipeline_yaml)
-    print(f"pipeline {pp.name}: {len(pp.steps)} step(s) ({' -> '.join(s.name for s in pp.steps)}), run folder "
-          f"{os.path.relpath(pp.run_dir)}", file=out, flush=True)
+    say(f"pipeline {pp.name}: {len(pp.steps)} step(s) ({' -> '.join(s.name for s in pp.steps)}), run folder "
+        f"{os.path.relpath(pp.run_dir)}", out)  # a closed stdout must not stop the pipeline (supervisor.say)
     runner = _Runner(pp, err, record)
     previous = {}
     if hasattr(signal, "pthread_sigmask"):
@@ -271,13 +271,13 @@ def run_pipeline(pp: PipelinePlan, *, out=None, err=None) -> int:
                 runner.status[name] = "not started"
         write_summary(pp, runner, time.time() - began)
         record.finished(stop_signal=runner.stop_signal)
-    print(summary_text(pp, runner), file=out)
+    say(summary_text(pp, runner), out)
     if runner.stop_signal is not None:
         print(f"error: pipeline {pp.name} stopped by {signal.Signals(runner.stop_signal).name}", file=err)
         return 128 + runner.stop_signal
     if all(state == "completed" for state in runner.status.values()):
-        print(f"pipeline {pp.name} completed in {time.time() - began:.1f}s; summary in "
-              f"{os.path.relpath(pp.summary_path)}", file=out)
+        say(f"pipeline {pp.name} completed in {time.time() - began:.1f}s; summary in "
+            f"{os.path.relpath(pp.summary_path)}", out)
         return 0
     return 1
 

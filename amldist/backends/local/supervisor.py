@@ -297,6 +297,15 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
         return 0 if outcome == "ok" else 128 + sup.stop_signal if sup.stop_signal else 1
 
 
+def say(text: str, stream) -> None:
+    """Print a line for the user; a stream that is gone (``| head`` that quit, a closed terminal) must not
+    stop a run that is starting or change the exit code of one that ended: the run's files say it all."""
+    try:
+        print(text, file=stream, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def _restore(previous: dict) -> None:
     for sig, old in previous.items():
         signal.signal(sig, old)
