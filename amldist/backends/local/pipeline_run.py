@@ -76,6 +76,20 @@ class PipelinePlan:
 
 def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ=None) -> PipelinePlan:
     """Everything the local pipeline run will do (see the module docstring); starts and writes nothing."""
+    name, run_dir, planned, outputs = plan_steps(
+        prepared, options, lambda job, step_options, pending: plan(job, step_options, environ=environ,
+                                                                   pending_inputs=pending))
+    steps = [StepPlan(node.name, node.needs, step) for node, step in planned]
+    budget = options.max_parallel or os.cpu_count() or 1
+    data = prepared.job.to_dict() if hasattr(prepared.job, "to_dict") else {}
+    return PipelinePlan(name, run_dir, prepared.source, steps, outputs, budget, dump_yaml(mask_tree(data)))
+
+
+def plan_steps(prepared: PreparedPipeline, options, plan_step):
+    """The walk every backend that runs a pipeline's steps itself shares (local, Slurm): refuse what cannot
+    run here, name the run, then each step in order as its own prepared job, planned by
+    ``plan_step(prepared_job, step_options, pending_inputs)`` with its inputs wired to the places the steps
+    before it write. Returns ``(name, run_dir, [(node, step_plan)], pipeline outputs)``."""
     graph = prepared.graph
     refuse_what_cannot_run_here(prepared)
     run_root = os.path.abspath(options.run_root)
@@ -83,7 +97,7 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     name = job_name(requested, run_root, explicit=bool(requested))
     run_dir = os.path.join(run_root, name)
     places: dict = {}
-    steps = []
+    planned = []
     for node in graph.nodes:
         missing = [f"{ref.node}.{ref.output}" for ref in node.inputs.values()
                    if isinstance(ref, OutputRef) and ref not in places]
@@ -94,15 +108,13 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
         step_root = inside(run_dir, os.path.join(run_dir, folder))  # a step named ../../x stays in the pipeline's folder
         step_options = dataclasses.replace(options, name=leaf, run_root=step_root)
         pending = {k for k, v in node.inputs.items() if isinstance(v, OutputRef)}
-        step = plan(Prepared(job=job, source=f"{prepared.source} (step {node.name})", base_dir=node.base_dir,
-                             code_includes=node.code_includes()), step_options, environ=environ, pending_inputs=pending)
+        step = plan_step(Prepared(job=job, source=f"{prepared.source} (step {node.name})", base_dir=node.base_dir,
+                                  code_includes=node.code_includes()), step_options, pending)
         for out_name, where in step.outputs.items():
             places[OutputRef(node.name, out_name)] = where
-        steps.append(StepPlan(node.name, node.needs, step))
+        planned.append((node, step))
     outputs = {k: places[ref][0] for k, ref in graph.outputs.items() if ref in places}
-    budget = options.max_parallel or os.cpu_count() or 1
-    data = prepared.job.to_dict() if hasattr(prepared.job, "to_dict") else {}
-    return PipelinePlan(name, run_dir, prepared.source, steps, outputs, budget, dump_yaml(mask_tree(data)))
+    return name, run_dir, planned, outputs
 
 
 def refuse_what_cannot_run_here(prepared: PreparedPipeline) -> None:

@@ -23,16 +23,12 @@ from typing import Mapping
 
 from amldist.backends.base import (CANCELED, COMPLETED, FAILED, NOT_STARTED, QUEUED, RUNNING, TERMINAL, JobRecord,
                                    OutputRecord, Plan, StepRecord)
-from amldist.backends.local.pipeline_run import refuse_what_cannot_run_here
-from amldist.backends.local.plan import job_name
+from amldist.backends.local.pipeline_run import plan_steps
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan, SlurmOptions, describe, plan
 from amldist.backends.slurm.submission import submit_job
 from amldist.errors import UserError
-from amldist.model.files import inside
 from amldist.rules.secrets import mask_tree
-from amldist.submit.pipeline import OutputRef
-from amldist.submit.prepared import PreparedJob
 
 
 @dataclass(frozen=True)
@@ -73,32 +69,13 @@ class SlurmPipelinePlan(Plan):
 
 
 def plan_pipeline(prepared, options: SlurmOptions, *, environ=None) -> SlurmPipelinePlan:
-    """Everything the pipeline's sbatch calls will do (see the module docstring); starts and writes nothing."""
-    graph = prepared.graph
-    refuse_what_cannot_run_here(prepared)
-    run_root = os.path.abspath(options.run_root)
-    requested = options.name or graph.name
-    name = job_name(requested, run_root, explicit=bool(requested))
-    run_dir = os.path.join(run_root, name)
-    places: dict = {}
-    steps = []
-    for node in graph.nodes:
-        missing = [f"{ref.node}.{ref.output}" for ref in node.inputs.values()
-                   if isinstance(ref, OutputRef) and ref not in places]
-        if missing:
-            raise UserError(f"{prepared.source}: step {node.name} reads {', '.join(missing)}, which no step writes")
-        folder, leaf = os.path.split(node.name)
-        step_root = inside(run_dir, os.path.join(run_dir, folder))  # a step named ../../x stays in the pipeline
-        step_options = dataclasses.replace(options, name=leaf, run_root=step_root, stream=False)
-        pending = {k for k, v in node.inputs.items() if isinstance(v, OutputRef)}
-        job = PreparedJob(job=node.to_job(places, name=leaf), source=f"{prepared.source} (step {node.name})",
-                          base_dir=node.base_dir)
-        step = plan(job, step_options, environ=environ, pending_inputs=pending)
-        for out_name, where in step.outputs.items():
-            places[OutputRef(node.name, out_name)] = where
-        steps.append(StepPlan(node.name, tuple(node.needs), step))
-    outputs = {k: places[ref][0] for k, ref in graph.outputs.items() if ref in places}
-    return SlurmPipelinePlan(name, run_dir, prepared.source, tuple(steps), outputs, options.stream)
+    """Everything the pipeline's sbatch calls will do (see the module docstring); starts and writes nothing.
+    The steps are walked as the local backend walks them (:func:`~amldist.backends.local.pipeline_run.plan_steps`)."""
+    name, run_dir, planned, outputs = plan_steps(
+        prepared, dataclasses.replace(options, stream=False),
+        lambda job, step_options, pending: plan(job, step_options, environ=environ, pending_inputs=pending))
+    steps = tuple(StepPlan(node.name, tuple(node.needs), step) for node, step in planned)
+    return SlurmPipelinePlan(name, run_dir, prepared.source, steps, outputs, options.stream)
 
 
 def run_pipeline(pp: SlurmPipelinePlan) -> dict:

@@ -60,6 +60,7 @@ class SlurmJobPlan(Plan):
     stream: bool = False
     notes: tuple[str, ...] = ()
     tasks: tuple[tuple[str, str, int], ...] = ()  # (label, log file name, node) of each task, by task id
+    includes: tuple = ()  # a component's additional_includes, copied into code/ as the local backend does
 
     @property
     def name(self) -> str:
@@ -111,7 +112,8 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                         removed=tuple(sorted(k for k in environ if launchers.is_launcher_variable(k))),
                         code_source=code_source, add_runtime=add_runtime, outputs=filled.outputs,
                         job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir), python=python,
-                        stream=options.stream, notes=tuple(notes))
+                        stream=options.stream, notes=tuple(notes),
+                        includes=tuple(getattr(prepared, "code_includes", ())))
 
 
 def shape(job, file: str) -> tuple[str, int, int, launchers.Layout]:
@@ -152,6 +154,7 @@ def describe(p: SlurmJobPlan, *, cwd: str | None = None) -> str:
              f"run folder {rel(p.run_dir)} (not created; every node must see it)"]
     lines.append(f"code: {rel(p.code_source) + ' copied to ' + rel(p.run_dir) + '/code' if p.code_source else 'none'}"
                  + (" (+ amldist/runtime)" if p.add_runtime else ""))
+    lines += [f"additional include: {rel(i.source)} -> {rel(p.run_dir)}/code/{i.name}" for i in p.includes]
     lines += [f"output {n}: {rel(path)}" for n, (path, _) in p.outputs.items()]
     lines.append("sbatch options: " + " ".join(shlex.quote(o) for o in p.sbatch_options))
     lines.append("environment of sbatch (--export=ALL): this shell's"

@@ -14,7 +14,7 @@ import shutil
 import time
 
 from amldist.backends.local import launchers
-from amldist.backends.local.code_copy import copy_code
+from amldist.backends.local.code_copy import copy_code, copy_includes
 from amldist.backends.local.supervisor import ignore_runs
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan
@@ -70,6 +70,7 @@ def _fill(p: SlurmJobPlan) -> None:
         fh.write(p.job_yaml)
     code = os.path.join(p.run_dir, "code")
     copy_code(p.code_source, code, skip=(os.path.dirname(p.run_dir),)) if p.code_source else os.makedirs(code)
+    copy_includes(p.includes, code)  # a component's additional_includes, laid out as Azure ML lays them out
     if p.add_runtime:
         add_runtime(code)
     for path, out_type in p.outputs.values():

@@ -115,3 +115,23 @@ def test_a_distribution_slurm_cannot_run_is_refused_with_one_line(tmp_path):
 @pytest.mark.parametrize("seconds, limit", [(1, "0:01:00"), (900, "0:15:00"), (3601, "1:01:00"), (86400, "24:00:00")])
 def test_timeouts_become_slurm_time_limits_rounded_up_to_minutes(seconds, limit):
     assert script.time_limit(seconds) == limit
+
+
+def test_a_components_additional_includes_reach_its_code_folder(tmp_path):
+    from amldist.backends.slurm.submission import fill_run_folder
+
+    (tmp_path / "comp" / "src").mkdir(parents=True)
+    (tmp_path / "comp" / "src" / "train.py").write_text("print(1)\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "util.py").write_text("U = 1\n")
+    (tmp_path / "comp" / "c.yml").write_text(
+        "$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json\n"
+        "type: command\nname: c\ncode: ./src\ncommand: python train.py\n"
+        "environment: azureml:AzureML-sklearn-1.5@latest\nadditional_includes: [../lib]\n")
+    backend = get_backend("slurm")
+    p = backend.plan(prepare(str(tmp_path / "comp" / "c.yml")), backend.options(run_root=str(tmp_path / "runs")))
+    assert [i.name for i in p.includes] == ["lib"]
+    assert "additional include:" in p.describe() and "/code/lib" in p.describe()
+    fill_run_folder(p)  # the run folder sbatch is then given, written for real
+    assert (tmp_path / "runs" / p.job_name / "code" / "lib" / "util.py").read_text() == "U = 1\n"
+    assert (tmp_path / "runs" / p.job_name / "code" / "train.py").is_file()
