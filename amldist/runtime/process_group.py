@@ -27,6 +27,7 @@ from .torchelastic import TorchElastic
 AGENT_STORE_VAR = "TORCHELASTIC_USE_AGENT_STORE"
 
 _current: DistEnv | None = None
+_collect_pending = False  # a group was formed here and not yet collected after: destroy() must gc.collect()
 _watchdog = None  # watchdog.Watchdog while one runs
 
 
@@ -91,7 +92,7 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
     off when unset) starts the stall watchdog (:mod:`.watchdog`). A second call returns the same
     DistEnv without forming the group again.
     """
-    global _current
+    global _current, _collect_pending
     import torch
     import torch.distributed as dist
 
@@ -119,7 +120,7 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
     # Registered after torch's own import, so it runs before torch's hooks (atexit is LIFO).
     atexit.unregister(_collect_at_exit)
     atexit.register(_collect_at_exit)
-    _current = env
+    _current, _collect_pending = env, True
     if check:
         _check(env)
     if stall is not None:
@@ -175,11 +176,14 @@ def destroy() -> None:
 
     Call it once every rank is done, from every rank (it is collective because of the barrier).
     """
-    global _current
+    global _current, _collect_pending
     _current = None
     _stop_watchdog()  # waiting in the barrier below is not a stall
     dist = sys.modules.get("torch.distributed")  # never import torch just to find nothing to do
-    if dist is not None and dist.is_initialized():
+    torn_down = dist is not None and dist.is_initialized()
+    if torn_down:
         dist.barrier()
         dist.destroy_process_group()
-    gc.collect()
+    if torn_down or _collect_pending:  # with no group ever formed there is nothing to free (a full
+        gc.collect()                  # collection costs ~0.4 s in a process holding azure-ai-ml)
+        _collect_pending = False
