@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import stat
 import sys
 import time
 
@@ -229,16 +228,3 @@ def _copy(source: str, target: str) -> None:
         detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
         raise UserError(f"cannot copy {os.path.relpath(source)} to {os.path.relpath(target)}: {detail}",
                         exit_code=1) from None
-
-
-def _special_files(folder: str, names) -> set[str]:
-    """FIFOs, devices and sockets among ``names``: never copied (reading one blocks or never ends)."""
-    skipped = set()
-    for name in names:
-        try:
-            mode = os.lstat(os.path.join(folder, name)).st_mode
-        except OSError:
-            continue
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-            skipped.add(name)
-    return skipped
