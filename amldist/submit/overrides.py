@@ -30,8 +30,8 @@ from amldist.errors import UserError
 from amldist.rules import paths
 from amldist.rules.suggestions import did_you_mean
 from amldist.model.field_paths import field_path
+from amldist.model.kinds import is_data_type, type_word
 
-PATH_INPUT_TYPES = {"uri_file", "uri_folder", "mltable", "mlflow_model", "custom_model", "triton_model", "path"}
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
 
 
@@ -148,7 +148,7 @@ def typed_value(text, current):
     is one (``n: 1`` or ``{type: integer}``), the text itself everywhere else."""
     if not isinstance(text, str):
         return text
-    kind = str(current.get("type", "")).lower() if isinstance(current, dict) else None
+    kind = (type_word(current.get("type")) or "") if isinstance(current, dict) else None
     if isinstance(current, dict):
         current = current.get("value", current.get("default"))
     stripped = text.strip()
@@ -192,7 +192,7 @@ def apply_inputs(data: dict, values: dict, *, cwd: str | None = None, file: str 
 def is_path_input(value) -> bool:
     """True for inputs that point at data rather than hold a literal value."""
     if isinstance(value, dict):
-        return "path" in value or str(value.get("type", "")).lower() in PATH_INPUT_TYPES
+        return "path" in value or type_word(value.get("type")) == "path" or is_data_type(value.get("type"))
     return False
 
 
