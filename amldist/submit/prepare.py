@@ -117,7 +117,7 @@ def _check(file: str, diagnostics: list, kept: list) -> None:
 
 def _apply_counts(data: dict, instance_count, process_count, file: str) -> None:
     """Set the count options in ``data`` (prepare's own copy, changed in place)."""
-    from amldist.model.kinds import distribution_kind
+    from amldist.rules import process_counts
 
     if instance_count is not None:
         resources = data.get("resources")
@@ -126,10 +126,10 @@ def _apply_counts(data: dict, instance_count, process_count, file: str) -> None:
         resources["instance_count"] = instance_count
     if process_count is not None:
         dist = data.get("distribution")
-        if not isinstance(dist, dict) or distribution_kind(dist.get("type")) not in ("pytorch", "mpi"):
-            raise UserError(f"--process-count-per-instance applies to pytorch and mpi jobs; {file} has "
-                            + (f"a {dist.get('type')!r} distribution" if isinstance(dist, dict) else "no distribution"),
-                            hint="add a distribution (e.g. --set distribution.type=pytorch) or drop the option")
+        kind = dist.get("type") if isinstance(dist, dict) else None
+        if not process_counts.takes_process_count(kind):
+            raise UserError(process_counts.message("--process-count-per-instance", kind, file),
+                            hint=process_counts.HINT)
         dist["process_count_per_instance"] = process_count
 
 
