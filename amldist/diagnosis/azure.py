@@ -19,11 +19,11 @@ from amldist.diagnosis.analysis import Diagnosis, diagnose
 from amldist.diagnosis.logs import PROCESS_LOG, job_context, last_timestamp, mpi_failure, read_tail
 from amldist.diagnosis.signatures import RankLog
 
-MPI_LOG = re.compile(r"(^|/)(mpi_log\.txt|\d*_?mpi_log\.txt)$")
+MPI_LOG = re.compile(r"(^|/)\d*_?mpi_log\.txt$")
 
 
-def collect(folder: str, per_node: int | None) -> tuple[list[RankLog], str | None]:
-    """Every ``std_log_process_NN.txt`` under ``folder`` as a RankLog, and the MPI log's text."""
+def collect(folder: str, per_node: int | None) -> list[RankLog]:
+    """Every ``std_log_process_NN.txt`` under ``folder`` as a RankLog (exit codes from the MPI log)."""
     ranks: dict[int, str] = {}
     mpi_text = None
     for root, _dirs, files in os.walk(folder):
@@ -43,7 +43,7 @@ def collect(folder: str, per_node: int | None) -> tuple[list[RankLog], str | Non
     for log in logs:
         if reported is not None and log.rank == reported[0]:
             log.exit_code = reported[1]
-    return logs, mpi_text
+    return logs
 
 
 def job_dict(entity) -> dict:
@@ -60,14 +60,14 @@ def job_dict(entity) -> dict:
 
 def diagnose_entity(client, workspace, entity, *, vm_size: str | None = None) -> Diagnosis:
     """Download ``entity``'s logs and diagnose them."""
-    from amldist.backends.azureml.jobs import call
+    from amldist.backends.azureml.jobs import download
 
     name = entity.name
     job = job_dict(entity)
     status = getattr(entity.status, "value", entity.status)
     with tempfile.TemporaryDirectory(prefix="amldist-diagnose-") as folder:
-        call(lambda: client.jobs.download(name, download_path=folder), workspace, name=name)
-        logs, _ = collect(folder, job["distribution"]["process_count_per_instance"])
+        download(client, workspace, name, folder)
+        logs = collect(folder, job["distribution"]["process_count_per_instance"])
         for log in logs:
             log.log = os.path.relpath(log.log, folder)  # the path inside the job's artifacts
         ctx = job_context(job, len(logs), vm_size)
