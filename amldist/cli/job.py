@@ -116,7 +116,7 @@ def _other_backend(args, name: str | None):
             return get_backend(key)
         if name is not None and not (args.local or args.run_root):
             backend = get_backend(key)
-            if getattr(backend, "has", lambda _: False)(name):
+            if backend.has(name):  # Backend.has: False unless the backend can tell cheaply
                 return backend
     return None
 
