@@ -27,7 +27,6 @@ The ``environment:`` is not built locally: the command runs with this machine's 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shlex
 import shutil
@@ -44,12 +43,12 @@ from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
 from amldist.rules import counts, paths, snapshot_preview
 from amldist.rules.booleans import is_optional
+from amldist.rules.names import check_job_name
 from amldist.submit.overrides import is_path_input
 from amldist.rules.secrets import mask_env, mask_text, mask_tree
 from amldist.model.yamlio import dump_yaml
 from amldist.submit.prepared import Prepared, SubmitOptions
 
-_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}\Z")  # \Z: "$" would let a final newline in
 FILE_OUTPUTS = {"uri_file"}
 MASKED_HEADER = "# secret values are masked (***): give them again (--set / --input) to run this file\n"
 
@@ -249,9 +248,7 @@ def find_mpirun(environ) -> str | None:
 
 def job_name(requested: str | None, run_root: str, *, explicit: bool) -> str:
     if requested is not None:
-        if not _JOB_NAME.match(str(requested)):
-            raise UserError(f"job name {requested!r} is not valid",
-                            hint="use letters, digits, '-' and '_', starting with a letter or digit")
+        check_job_name(requested)
         if os.path.exists(os.path.join(run_root, requested)):
             raise UserError(f"a local run named {requested!r} already exists in {os.path.relpath(run_root)}",
                             hint="job names are unique (as in a workspace): pass --name NEW, or leave the name out")
