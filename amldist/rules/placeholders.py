@@ -45,10 +45,9 @@ from amldist.rules.placeholder_patterns import LEGACY_REF, LEGACY_START, V2_REF,
 LEGACY = "legacy"
 V2 = "v2"
 
-_LEGACY_REF, _LEGACY_START, _V2_REF, _V2_START = LEGACY_REF, LEGACY_START, V2_REF, V2_START
 _V2_MARKERS = re.compile(r"\$\{\{|\$\[\[")
 # `{inputs.x}` in a v2 command that is not the inside of `${{inputs.x}}`
-_LEGACY_IN_V2 = re.compile(r"(?<!\$\{)" + _LEGACY_REF.pattern)
+_LEGACY_IN_V2 = re.compile(r"(?<!\$\{)" + LEGACY_REF.pattern)
 MAX_GROUP_DEPTH = 20  # nested optional groups; real commands nest one or two
 _DROPPED = "\x00"  # stands for a dropped group until the spaces around it are squeezed
 
@@ -151,7 +150,7 @@ def line_col(text: str, offset: int) -> tuple[int, int]:
 
 
 def _placeholders(text: str, syntax: str) -> list[Placeholder]:
-    full, start = (_LEGACY_REF, _LEGACY_START) if syntax == LEGACY else (_V2_REF, _V2_START)
+    full, start = (LEGACY_REF, LEGACY_START) if syntax == LEGACY else (V2_REF, V2_START)
     if syntax == LEGACY:
         marker = _V2_MARKERS.search(text)
         if marker:
