@@ -73,7 +73,12 @@ def bindings(text) -> list[Binding]:
     """Every ``${{parent...}}`` in ``text`` (none for a value that is not a string)."""
     if not isinstance(text, str) or "${{" not in text:
         return []
-    return [Binding(m.group(0), tuple(p.strip() for p in m.group(1).split("."))) for m in PARENT.finditer(text)]
+    return [binding_of(match) for match in PARENT.finditer(text)]
+
+
+def binding_of(match: re.Match) -> Binding:
+    """The :class:`Binding` of one :data:`PARENT` match (for ``PARENT.sub``, which hands matches)."""
+    return Binding(match.group(0), tuple(p.strip() for p in match.group(1).split(".")))
 
 
 def whole_binding(value) -> Binding | None:

@@ -360,7 +360,7 @@ def _bind_input(value, parent_inputs: dict, base_dir: str, where: str, level: st
     if binding is None:
         if graph.bindings(target):
             # "--lr=${{parent.inputs.lr}}": literal text around parent inputs
-            return graph.PARENT.sub(lambda m: _literal_text(m.group(1), parent_inputs, where), target)
+            return graph.PARENT.sub(lambda m: _literal_text(graph.binding_of(m), parent_inputs, where), target)
         return _input_value(value, base_dir)
     if binding.input is not None:
         if binding.input not in parent_inputs:
@@ -375,13 +375,12 @@ def _bind_input(value, parent_inputs: dict, base_dir: str, where: str, level: st
                     hint="bind to ${{parent.inputs.NAME}} or ${{parent.jobs.STEP.outputs.NAME}}")
 
 
-def _literal_text(path: str, parent_inputs: dict, where: str) -> str:
-    parts = [p.strip() for p in path.split(".")]
-    if len(parts) == 2 and parts[0] == "inputs" and parts[1] in parent_inputs:
-        value = parent_inputs[parts[1]]
+def _literal_text(binding, parent_inputs: dict, where: str) -> str:
+    if binding.input is not None and binding.input in parent_inputs:
+        value = parent_inputs[binding.input]
         if not isinstance(value, (dict, _StepRef, OutputRef)):
             return str(value)
-    raise UserError(f"{where}: ${{{{parent.{path}}}}} inside other text must name a literal pipeline input")
+    raise UserError(f"{where}: {binding.text} inside other text must name a literal pipeline input")
 
 
 def _input_value(value, base_dir: str):

@@ -210,3 +210,12 @@ def test_a_binding_to_a_secret_named_input_is_no_secret_value():
     for order in (body, {"jobs": dict(reversed(list(body["jobs"].items())))}):
         masked = mask_tree(order)
         assert masked["jobs"]["b"]["inputs"]["columns"]["value"] == "${{parent.inputs.text}},${{parent.inputs.api_key}}"
+
+
+def test_a_binding_inside_other_text_takes_a_literal_pipeline_input_or_is_refused(tmp_path):
+    data = {"inputs": {"lr": 0.1, "data": {"type": "uri_folder", "path": "./d"}}, "jobs": {
+        "a": {"command": "echo ${{inputs.x}}", "inputs": {"x": "--lr=${{ parent.inputs.lr }}/x"}}}}
+    assert resolve(data, str(tmp_path), "p.yml").node("a").inputs == {"x": "--lr=0.1/x"}
+    data["jobs"]["a"]["inputs"]["x"] = "--data=${{parent.inputs.data}}"
+    with pytest.raises(UserError, match=r"jobs\.a\.inputs\.x: \$\{\{parent\.inputs\.data\}\} inside other text"):
+        resolve(data, str(tmp_path), "p.yml")
