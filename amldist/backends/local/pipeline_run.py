@@ -94,7 +94,7 @@ def plan_steps(prepared: PreparedPipeline, options, plan_step):
     refuse_what_cannot_run_here(prepared)
     run_root = os.path.abspath(options.run_root)
     requested = options.name or graph.name
-    name = job_name(requested, run_root, explicit=bool(requested))
+    name = job_name(requested, run_root)
     run_dir = os.path.join(run_root, name)
     places: dict = {}
     planned = []

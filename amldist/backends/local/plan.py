@@ -112,7 +112,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     file = prepared.source
     environ = dict(os.environ if environ is None else environ)
     run_root = os.path.abspath(options.run_root)
-    name = job_name(options.name or job.name, run_root, explicit=bool(options.name or job.name))
+    name = job_name(options.name or job.name, run_root)
     run_dir = os.path.join(run_root, name)
     code_source = code_folder(job.code, prepared.base_dir, file)
     if not isinstance(job.command, str) or not job.command.strip():
@@ -246,7 +246,7 @@ def find_mpirun(environ) -> str | None:
     return shutil.which("mpirun", path=environ.get("PATH"))
 
 
-def job_name(requested: str | None, run_root: str, *, explicit: bool) -> str:
+def job_name(requested: str | None, run_root: str) -> str:
     if requested is not None:
         check_job_name(requested)
         if os.path.exists(os.path.join(run_root, requested)):

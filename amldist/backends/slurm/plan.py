@@ -79,7 +79,7 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     job, file = prepared.job, prepared.source
     environ = dict(os.environ if environ is None else environ)
     run_root = os.path.abspath(options.run_root)
-    name = job_name(options.name or job.name, run_root, explicit=bool(options.name or job.name))
+    name = job_name(options.name or job.name, run_root)
     run_dir = os.path.join(run_root, name)
     if any(c.isspace() for c in run_dir):  # #SBATCH lines end at white space: --chdir/--output would be cut
         raise UserError(f"the Slurm run folder {run_dir} has white space in its path, which #SBATCH options cannot hold",
