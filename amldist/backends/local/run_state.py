@@ -41,8 +41,6 @@ __all__ = ["CANCELED", "COMPLETED", "FAILED", "NOT_STARTED", "RUNNING", "TERMINA
 STEP_STATUS = {"waiting": NOT_STARTED, "not started": NOT_STARTED, "skipped": NOT_STARTED, "running": RUNNING,
                "completed": COMPLETED, "failed": FAILED, "stopped": CANCELED}
 
-process_start_time = proc.start_time  # kept for callers; /proc/<pid>/stat is parsed in one place
-
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from amldist.backends.local import jobs, log_files, run_state
+from amldist.backends.local import jobs, log_files, proc, run_state
 from amldist.backends.local.plan import plan
 from amldist.backends.local.supervisor import launch
 from amldist.errors import UserError
@@ -99,7 +99,7 @@ def test_a_run_whose_supervisor_died_reads_as_failed(tmp_path):
     # a live pid with another start time is not that run's supervisor either
     run_state.write_atomically(str(run_dir / "status.json"), {
         "name": "ghost", "status": "Running", "pid": os.getpid(),
-        "pid_start_time": run_state.process_start_time(os.getpid()) + 1, "ranks": [], "outputs": {}})
+        "pid_start_time": proc.start_time(os.getpid()) + 1, "ranks": [], "outputs": {}})
     assert jobs.get_run(str(tmp_path / "runs"), "ghost").status == "Failed"
     assert jobs.cancel(str(tmp_path / "runs"), "ghost", err=io.StringIO()).status == "Failed"
 
