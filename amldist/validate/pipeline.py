@@ -41,9 +41,8 @@ _CONTROL_FLOW = ("if_else", "do_while", "parallel_for")
 _INTERFACE_KINDS = (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT)
 
 
-def load_component(path: str):
-    """The component mapping at ``path`` or a str saying why it cannot be used."""
-    found = graph.load_component_file(path)
+def load_component(found):
+    """The mapping of a loaded component file (a step's, read once) or a str saying why it cannot be used."""
     problem = found.problem
     if problem is not None and hasattr(problem, "col"):  # SpecLoadError / FileProblem: say where, not the path
         prefix = f"{getattr(problem, 'file', '')}:{problem.line}:{problem.col}: "
@@ -146,7 +145,7 @@ def _component_of(ctx, step):
                  f"{rules.field_path(path)}.component: {ref!r} does not exist (relative to the pipeline's folder)",
                  "fix the path, or name a registered component (azureml:NAME:VERSION)")
         return None
-    found = load_component(local)  # the step's loaded file (read once), or why it cannot be used
+    found = load_component(step.component)
     if isinstance(found, str):
         ctx.emit(path + ("component",), ERROR, "invalid-component",
                  f"{rules.field_path(path)}.component: {ref!r} cannot be used: {found}",
