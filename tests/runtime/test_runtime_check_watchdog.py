@@ -173,6 +173,7 @@ def test_a_rank_hanging_outside_any_collective_is_named_with_every_ranks_stack(c
     first = json.loads(out)["first_failure"]
     assert code == 0
     assert (first["rank"], first["node"], first["signature"]) == (3, 1, "stall")
+    assert first["exit_code"] == 124  # STALL_EXIT_CODE, as the README's example shows
     assert first["frame"].endswith('hang.py", line 10 in <module>')
     assert first["field"] == "environment_variables.AMLDIST_STALL_TIMEOUT"
 

@@ -95,6 +95,9 @@ def test_duplicate_gpu_names_process_count_per_instance_against_the_sizes_gpus(c
     assert "first failure: rank 5 on node 0" in out
     assert "duplicate-gpu" in out and "8 processes per node on Standard_NC24rs_v3, which has 4 GPUs" in out
     assert "[spec: distribution.process_count_per_instance]" in out
+    code, out, err = cli("job", "diagnose", "j2", *WS, "--vm-size", "Standard_NC12s_v3")  # a cluster's size
+    assert code == 0, err
+    assert "8 processes per node on Standard_NC12s_v3, which has 2 GPUs" in out
 
 
 def test_nccl_ib_disabled_on_an_infiniband_size_is_a_note_beside_the_cause(cli, azure):
