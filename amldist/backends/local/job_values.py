@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from amldist.backends.local.command import Rendered, literal_text, render
+from amldist.model.kinds import type_word
 from amldist.submit.overrides import is_path_input
 
 
@@ -31,7 +32,7 @@ def job_command(job, inputs: dict[str, str | None], file: str, run_dir: str) -> 
     values = {f"inputs.{k}": v for k, v in inputs.items()}
     outputs = {}
     for out_name, spec in (job.outputs or {}).items():
-        out_type = str(spec.get("type", "uri_folder")) if isinstance(spec, dict) else "uri_folder"
+        out_type = (type_word(spec.get("type")) if isinstance(spec, dict) else None) or "uri_folder"
         path = os.path.join(run_dir, "outputs", out_name)
         outputs[out_name] = (path, out_type)
         values[f"outputs.{out_name}"] = path

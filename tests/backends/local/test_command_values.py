@@ -61,3 +61,9 @@ def test_a_refused_context_stops_the_plan_with_one_line_naming_the_input(tmp_pat
     with pytest.raises(UserError, match=r"command uses \$\{\{inputs\.msg\}\} .*" + re.escape(reason)) as info:
         make(tmp_path, f"command: >-\n  {command}\ninputs: {{msg: 'hello;x'}}\n")
     assert "hello" not in str(info.value) and not (tmp_path / "runs").exists()
+
+
+def test_an_output_type_is_read_in_any_letter_case_as_azure_ai_ml_reads_it(tmp_path):
+    """``type: URI_FILE`` passes validation, so the run makes its parent folder, not a folder at its path."""
+    p = make(tmp_path, "command: echo hi > ${{outputs.o}}\noutputs: {o: {type: URI_FILE}, d: {}}\n")
+    assert {name: kind for name, (_, kind) in p.outputs.items()} == {"o": "uri_file", "d": "uri_folder"}
