@@ -14,6 +14,7 @@ back like a file, so it is validated exactly as ``amldist submit`` validates a f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -88,32 +89,24 @@ def run_local(source, *, name: str | None = None, dry_run: bool = False, sets=()
     return done.plan if dry_run else done.record
 
 
-class _as_file:
+@contextlib.contextmanager
+def _as_file(source):
     """A path as it is; an object written to a temporary YAML file for the time of the submit."""
-
-    def __init__(self, source):
-        self.source = source
-        self.folder: tempfile.TemporaryDirectory | None = None
-
-    def __enter__(self) -> str:
-        if isinstance(self.source, (str, os.PathLike)):
-            return os.fspath(self.source)
-        if isinstance(self.source, PreparedWork):
-            raise TypeError("submit() takes a YAML path or a job/pipeline object, not a prepared one")
-        to_dict = getattr(self.source, "_to_dict", None) or getattr(self.source, "to_dict", None)
-        if to_dict is None:
-            raise TypeError(f"cannot submit a {type(self.source).__name__}: give a YAML path, a job or a pipeline")
-        data = _absolute_paths(to_dict(), os.getcwd())
-        self.folder = tempfile.TemporaryDirectory(prefix="amldist-submit-")
-        name = str(getattr(self.source, "name", None) or "job").replace(os.sep, "_")
-        path = os.path.join(self.folder.name, f"{name}.yml")
+    if isinstance(source, (str, os.PathLike)):
+        yield os.fspath(source)
+        return
+    if isinstance(source, PreparedWork):
+        raise TypeError("submit() takes a YAML path or a job/pipeline object, not a prepared one")
+    to_dict = getattr(source, "_to_dict", None) or getattr(source, "to_dict", None)
+    if to_dict is None:
+        raise TypeError(f"cannot submit a {type(source).__name__}: give a YAML path, a job or a pipeline")
+    data = _absolute_paths(to_dict(), os.getcwd())
+    with tempfile.TemporaryDirectory(prefix="amldist-submit-") as folder:
+        name = str(getattr(source, "name", None) or "job").replace(os.sep, "_")
+        path = os.path.join(folder, f"{name}.yml")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(dump_yaml(data))
-        return path
-
-    def __exit__(self, *exc) -> None:
-        if self.folder is not None:
-            self.folder.cleanup()
+        yield path
 
 
 def _absolute_paths(data: dict, cwd: str) -> dict:
