@@ -243,3 +243,17 @@ def _to_json(rest) -> dict:
             return reference if reference is not None else super().default(o)
 
     return json.loads(json.dumps(rest, cls=Encoder, exclude_readonly=True))
+
+
+def job_name(chosen: str | None, written: str | None) -> str:
+    """The name a job is sent under: ``--name`` (checked), else the spec's, else the one azure-ai-ml would
+    generate while sending (generated here, so that the dry run names the job it will create)."""
+    from amldist.rules.names import check_job_name
+
+    if chosen:
+        return check_job_name(chosen)  # one folder name, one printable word (rules/names)
+    if written:
+        return written
+    from azure.ai.ml.entities._job.job_name_generator import generate_job_name
+
+    return generate_job_name()

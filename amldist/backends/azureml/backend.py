@@ -38,7 +38,6 @@ from amldist.backends.base import Backend, JobRecord, Options, Plan
 from amldist.errors import UserError
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import PreparedWork
-from amldist.rules.names import check_job_name
 
 
 
@@ -147,8 +146,8 @@ class AzureMLBackend(Backend):
     # --- what will be sent (pure) -------------------------------------------------------------
     def plan(self, prepared: PreparedWork, options) -> AzurePlan | AzurePipelineJobPlan:
         from amldist.azure_sdk.code_snapshot import plan_snapshot
-        from amldist.backends.azureml.workspace import require_workspace
-        from amldist.azure_sdk.entities import rest_body
+        from amldist.backends.azureml.workspace import workspace_or_problem
+        from amldist.azure_sdk.entities import job_name, rest_body
         from amldist.rules.fabric import size_variables
 
         require_azure(need_identity=False)  # the snapshot and the body are azure-ai-ml's: one line, not a crash
@@ -162,19 +161,9 @@ class AzureMLBackend(Backend):
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win
             job.environment_variables = {**sized, **(job.environment_variables or {})}
-        if options.name:
-            job.name = check_job_name(options.name)  # one folder name, one printable word (rules/names)
-        if not job.name:  # azure-ai-ml would generate it while sending; generated here, the dry run names it
-            from azure.ai.ml.entities._job.job_name_generator import generate_job_name
-
-            job.name = generate_job_name()
-        try:
-            workspace, problem = require_workspace(
-                os.environ if self.environ is None else self.environ, self.cwd or os.getcwd(),
-                subscription=options.subscription, resource_group=options.resource_group,
-                workspace=options.workspace), None
-        except UserError as exc:
-            workspace, problem = None, exc
+        job.name = job_name(options.name, job.name)
+        workspace, problem = workspace_or_problem(os.environ if self.environ is None else self.environ,
+                                                  self.cwd or os.getcwd(), options)
         snapshot = plan_snapshot(job.code, prepared.base_dir, job.command,
                                  includes=getattr(prepared, "code_includes", ()))
         body = rest_body(job, base_dir=prepared.base_dir)

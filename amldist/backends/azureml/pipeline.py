@@ -32,13 +32,12 @@ from dataclasses import dataclass, field
 
 from amldist.azure_sdk import component_paths
 from amldist.azure_sdk.code_snapshot import SnapshotPlan, materialized, plan_snapshot
-from amldist.backends.azureml.workspace import Workspace, require_workspace
+from amldist.backends.azureml.workspace import Workspace, workspace_or_problem
 from amldist.errors import UserError
 from amldist.model.kinds import COMMAND_COMPONENT, DISTRIBUTED_COMPONENT, recognise
 from amldist.rules import paths, pipeline_graph
 from amldist.submit.pipeline import PreparedPipeline, component_spec
 from amldist.submit.prepared import SubmitOptions
-from amldist.rules.names import check_job_name
 
 
 @dataclass
@@ -165,24 +164,13 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     import logging
 
     from amldist.model import from_data
-    from amldist.azure_sdk.entities import rest_body
+    from amldist.azure_sdk.entities import job_name, rest_body
 
     # azure-ai-ml logs "This is an experimental class" while loading any pipeline; nothing to act on
     logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
     data = prepared.job.to_dict()
-    if options.name:
-        data["name"] = check_job_name(options.name)  # one printable word (rules/names)
-    if not data.get("name"):
-        # azure-ai-ml would generate it while sending; generated here, the dry run shows the name used
-        from azure.ai.ml.entities._job.job_name_generator import generate_job_name
-
-        data["name"] = generate_job_name()
-    try:
-        workspace, problem = require_workspace(environ, cwd, subscription=options.subscription,
-                                               resource_group=options.resource_group,
-                                               workspace=options.workspace), None
-    except UserError as exc:
-        workspace, problem = None, exc
+    data["name"] = job_name(options.name, data.get("name"))
+    workspace, problem = workspace_or_problem(environ, cwd, options)
     sent, steps, warnings = bundle_steps(data, prepared.base_dir, prepared.source)
     body = rest_body(from_data(_nested_as_written(sent, data), file=prepared.source), base_dir=prepared.base_dir)
     return AzurePipelinePlan(sent, prepared.base_dir, steps, workspace, problem, body, data.get("name"), warnings,

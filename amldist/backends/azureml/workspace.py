@@ -158,3 +158,13 @@ def require_workspace(environ: Mapping[str, str], cwd: str, **flags) -> Workspac
             hint=f"to submit to Azure ML, {HOW_TO_CONFIGURE}; to run the job on this machine instead, add --local",
         )
     return found
+
+
+def workspace_or_problem(environ: Mapping[str, str], cwd: str, options) -> tuple:
+    """``(workspace, None)`` for the one ``options`` name, else ``(None, why)``: a plan (what the dry run
+    shows) is made without one; sending it raises ``why``."""
+    try:
+        return require_workspace(environ, cwd, subscription=options.subscription,
+                                 resource_group=options.resource_group, workspace=options.workspace), None
+    except UserError as exc:
+        return None, exc
