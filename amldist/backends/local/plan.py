@@ -46,10 +46,10 @@ from amldist.rules.booleans import is_optional
 from amldist.rules.names import check_job_name
 from amldist.submit.overrides import is_path_input
 from amldist.rules.secrets import mask_env, mask_text, mask_tree
+from amldist.model.kinds import type_word
 from amldist.model.yamlio import dump_yaml
 from amldist.submit.prepared import Prepared, SubmitOptions
 
-FILE_OUTPUTS = {"uri_file"}
 MASKED_HEADER = "# secret values are masked (***): give them again (--set / --input) to run this file\n"
 
 
@@ -292,7 +292,7 @@ def resolve_inputs(inputs, base_dir: str, file: str, pending=()) -> dict[str, st
 
 def _local_path(name: str, spec: dict, base_dir: str, file: str) -> str | None:
     path = spec.get("path")
-    kind = str(spec.get("type", "uri_folder"))
+    kind = type_word(spec.get("type")) or "uri_folder"
     if path is None:
         if is_optional(spec):
             return None

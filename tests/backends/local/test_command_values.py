@@ -67,3 +67,10 @@ def test_an_output_type_is_read_in_any_letter_case_as_azure_ai_ml_reads_it(tmp_p
     """``type: URI_FILE`` passes validation, so the run makes its parent folder, not a folder at its path."""
     p = make(tmp_path, "command: echo hi > ${{outputs.o}}\noutputs: {o: {type: URI_FILE}, d: {}}\n")
     assert {name: kind for name, (_, kind) in p.outputs.items()} == {"o": "uri_file", "d": "uri_folder"}
+
+
+def test_an_input_type_is_read_in_any_letter_case(tmp_path):
+    """``type: URI_FILE`` on a folder is refused as ``uri_file`` is."""
+    (tmp_path / "data").mkdir()
+    with pytest.raises(UserError, match="is a uri_file but .* is a folder"):
+        make(tmp_path, "command: cat ${{inputs.f}}\ninputs: {f: {type: URI_FILE, path: ./data}}\n")
