@@ -24,8 +24,6 @@ import json
 import os
 import sys
 
-VERBS = ("list", "show", "logs", "cancel", "download")
-
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
