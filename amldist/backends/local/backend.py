@@ -116,8 +116,8 @@ class LocalBackend(Backend):
                          stopped_by=signal_name(code - 128) if stopped else None, details={"run_dir": p.run_dir})
 
     # --- the job verbs ----------------------------------------------------------------------
-    def list(self, *, max_results: int | None = None, err=None) -> list[JobRecord]:
-        return jobs.list_runs(self.run_root, err=err)[: max_results or None]
+    def list(self, *, max_results: int | None = None) -> list[JobRecord]:
+        return jobs.list_runs(self.run_root)[: max_results or None]
 
     def show(self, name: str) -> JobRecord:
         return jobs.get_run(self.run_root, name)
