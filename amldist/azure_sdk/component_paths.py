@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import copy
 
+from amldist.model.kinds import is_data_type
 from amldist.rules import paths
-
-_DATA_TYPES = ("uri_file", "uri_folder", "mltable", "custom_model", "mlflow_model", "triton_model")
 
 
 def _absolute(value, folder: str):
@@ -43,7 +42,7 @@ def absolute(component: dict, folder: str) -> dict:
     if isinstance(includes, list):
         out["additional_includes"] = [_absolute(i, folder) if isinstance(i, str) else i for i in includes]
     for port in (out.get("inputs") or {}).values():
-        if isinstance(port, dict) and str(port.get("type", "")).lower() in _DATA_TYPES:
+        if isinstance(port, dict) and is_data_type(port.get("type")):
             for key in ("path", "default"):
                 if isinstance(port.get(key), str):
                     port[key] = _absolute(port[key], folder)
