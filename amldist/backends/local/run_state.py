@@ -74,11 +74,6 @@ def write_state(folder: str | int, data: dict, name: str = STATUS_FILE) -> None:
             os.close(dir_fd)
 
 
-def write_atomically(path: str, data: dict) -> None:
-    """:func:`write_state` by path (``path``'s folder and file name)."""
-    write_state(os.path.dirname(os.path.abspath(path)), data, os.path.basename(path))
-
-
 def request_cancel(run_dir: str) -> None:
     """Leave the ``cancel_requested`` marker; never through an existing file or link (one already there
     is a request already made)."""

@@ -91,13 +91,13 @@ def test_a_run_whose_supervisor_died_reads_as_failed(tmp_path):
     if dead == 0:
         os._exit(0)
     os.waitpid(dead, 0)
-    run_state.write_atomically(str(run_dir / "status.json"), {
+    run_state.write_state(str(run_dir), {
         "name": "ghost", "status": "Running", "pid": dead, "pid_start_time": 1, "start_time": run_state.now_iso(),
         "ranks": [], "outputs": {}})
     state = jobs.get_run(str(tmp_path / "runs"), "ghost")
     assert state.status == "Failed" and "killed or crashed" in state.error
     # a live pid with another start time is not that run's supervisor either
-    run_state.write_atomically(str(run_dir / "status.json"), {
+    run_state.write_state(str(run_dir), {
         "name": "ghost", "status": "Running", "pid": os.getpid(),
         "pid_start_time": proc.start_time(os.getpid()) + 1, "ranks": [], "outputs": {}})
     assert jobs.get_run(str(tmp_path / "runs"), "ghost").status == "Failed"
@@ -131,7 +131,7 @@ def test_logs_one_rank_all_ranks_and_download(tmp_path):
 
 def test_status_json_is_replaced_whole(tmp_path):
     path = tmp_path / "status.json"
-    run_state.write_atomically(str(path), {"a": 1})
-    run_state.write_atomically(str(path), {"a": 2})
+    run_state.write_state(str(tmp_path), {"a": 1})
+    run_state.write_state(str(tmp_path), {"a": 2})
     assert json.loads(path.read_text()) == {"a": 2}
     assert [p.name for p in tmp_path.iterdir()] == ["status.json"]  # no temporary file left

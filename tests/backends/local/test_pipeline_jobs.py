@@ -134,7 +134,7 @@ def _runs_with(tmp_path, hostile):
     root = tmp_path / ".amldist" / "runs"
     for name in ("good", "bad"):
         (root / name).mkdir(parents=True)
-    run_state.write_atomically(str(root / "good" / "status.json"), {
+    run_state.write_state(str(root / "good"), {
         "name": "good", "kind": "job", "status": "Completed", "ranks": [], "outputs": {}})
     hostile(root / "bad" / "status.json")
     return root
@@ -222,7 +222,7 @@ def test_a_fifo_where_a_log_or_output_file_should_be_never_blocks(tmp_path):
     os.mkfifo(run_dir / "outputs" / "o" / "pipe")
     (run_dir / "outputs" / "o" / "real.txt").write_text("data\n")
     os.symlink("/dev/zero", run_dir / "outputs" / "o" / "zero")
-    run_state.write_atomically(str(run_dir / "status.json"), {
+    run_state.write_state(str(run_dir), {
         "name": "odd\x1b[31m", "kind": "job", "status": "Completed", "logs": "user_logs",
         "ranks": [{"label": "process", "log": "user_logs/std_log.txt", "exit_code": 0}],
         "outputs": {"o": {"path": "outputs/o", "type": "uri_folder"}}})
