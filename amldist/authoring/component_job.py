@@ -17,7 +17,7 @@ from amldist.rules import paths, process_counts
 from amldist.rules.booleans import is_optional
 from amldist.rules.suggestions import did_you_mean
 from amldist.rules.secrets import shown
-from amldist.model.kinds import is_data_type, type_word
+from amldist.model.kinds import binds_path, type_word
 from amldist.model import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
 
 V2_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -99,11 +99,11 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
         value = given.get(name, port.get("default"))
         if value is None:
             if not is_optional(port):
-                example = "./local/path" if is_data_type(port.get("type")) or type_word(port.get("type")) == "path" else "VALUE"
+                example = "./local/path" if binds_path(port.get("type")) else "VALUE"
                 raise UserError(f"input {name!r} is required", hint=f"give it a value ({port.get('type')}): "
                                 f"--input {name}={example}")
             continue
-        if is_data_type(port.get("type")) or type_word(port.get("type")) == "path":
+        if binds_path(port.get("type")):
             data = {"type": port["type"], **(value if isinstance(value, dict) else {"path": str(value)})}
             data["path"] = _local(data.get("path"), os.getcwd())
             if type_word(data["type"]) == "path":  # azure-ai-ml's untyped path: a file or a folder

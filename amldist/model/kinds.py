@@ -166,3 +166,8 @@ DATA_TYPES = ("uri_folder", "uri_file", "mltable", "mlflow_model", "custom_model
 def is_data_type(value) -> bool:
     """Whether a port's ``type`` names data (a path is bound) rather than a literal value."""
     return type_word(value) in DATA_TYPES
+
+
+def binds_path(value) -> bool:
+    """Whether a port of this ``type`` is given a path: a data type or azure-ai-ml's untyped ``path``."""
+    return is_data_type(value) or type_word(value) == "path"

@@ -218,10 +218,10 @@ def _value_finding(key: str, value, context, written: str) -> CommandFinding | N
 def _literal_value(spec) -> str | None:
     """The text a literal input gives the command (its value, else its default), as azure-ai-ml
     writes it (``str()``); None for data inputs and unset ones."""
-    from amldist.model.kinds import is_data_type, type_word
+    from amldist.model.kinds import binds_path
 
     if isinstance(spec, dict):
-        if "path" in spec or type_word(spec.get("type")) == "path" or is_data_type(spec.get("type")):
+        if "path" in spec or binds_path(spec.get("type")):
             return None
         spec = spec.get("value", spec.get("default"))
     if spec is None or isinstance(spec, (dict, list)) or "${{" in str(spec):  # a binding, not a value

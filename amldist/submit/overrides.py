@@ -30,7 +30,7 @@ from amldist.errors import UserError
 from amldist.rules import paths
 from amldist.rules.suggestions import did_you_mean
 from amldist.model.field_paths import field_path
-from amldist.model.kinds import is_data_type, type_word
+from amldist.model.kinds import binds_path, type_word
 
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
 
@@ -192,7 +192,7 @@ def apply_inputs(data: dict, values: dict, *, cwd: str | None = None, file: str 
 def is_path_input(value) -> bool:
     """True for inputs that point at data rather than hold a literal value."""
     if isinstance(value, dict):
-        return "path" in value or type_word(value.get("type")) == "path" or is_data_type(value.get("type"))
+        return "path" in value or binds_path(value.get("type"))
     return False
 
 
