@@ -77,12 +77,21 @@ from pathlib import Path
 from .detection import detect
 from .dist_env import DistEnv, DistEnvError
 from .process_group import destroy, init_distributed
-from .watchdog import progress
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 
 __all__ = ["RUNTIME_DIR", "DistEnv", "DistEnvError", "bundle_files", "destroy", "detect", "init_distributed",
            "progress"]
+
+
+def __getattr__(name: str):
+    """``progress`` comes from :mod:`.watchdog`, imported on first use: a bare import stays small."""
+    if name == "progress":
+        from .watchdog import progress
+
+        globals()["progress"] = progress
+        return progress
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def bundle_files() -> dict[str, Path]:

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Collection, MutableMapping
 
-from . import diagnostics, watchdog
+from . import diagnostics
 from .detection import detect
 from .dist_env import DistEnv, DistEnvError
 from .env_reader import quote
@@ -101,6 +101,8 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
         _current = _current or detect()
         return _current
     env = detect()
+    from . import watchdog  # here, not at import: a bare `import amldist.runtime` starts nothing of it
+
     stall = watchdog.stall_timeout(stall_timeout, os.environ)  # a bad value fails before the rendezvous
     export_env(env, os.environ)
     name = choose_backend(backend, torch.cuda.is_available())
@@ -138,6 +140,8 @@ def _check(env: DistEnv) -> None:
 
 def _start_watchdog(env: DistEnv, seconds: float) -> None:
     global _watchdog
+    from . import watchdog
+
     _watchdog = watchdog.Watchdog(env.rank, env.world_size, watchdog.job_store(env), seconds).start()
 
 

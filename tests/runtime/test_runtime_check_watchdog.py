@@ -97,6 +97,19 @@ def test_a_frame_inside_torch_distributed_is_waiting_in_a_collective():
     assert namespace["all_reduce"](lambda: in_collective(sys._getframe()))
 
 
+def test_a_bare_import_loads_neither_check_watchdog_nor_frameworks():
+    import os
+    import subprocess
+
+    code = ("import sys, amldist.runtime as r\n"
+            "print([m for m in ('check', 'watchdog', 'frameworks') if 'amldist.runtime.' + m in sys.modules])\n"
+            "from amldist.runtime import progress\nprogress()\nprint(progress is sys.modules['amldist.runtime.watchdog'].progress)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "True"]
+
+
 # --- real jobs ---------------------------------------------------------------------------------
 torch = pytest.importorskip("torch", reason="the ranks form a gloo group")
 
