@@ -107,7 +107,7 @@ def fill_folder(p: LocalPlan) -> None:
         progress.done()
     else:
         os.makedirs(p.code_dir)
-    copy_includes(getattr(p, "includes", ()), p.code_dir)  # a component's additional_includes, as on Azure ML
+    copy_includes(p.includes, p.code_dir)  # a component's additional_includes, as on Azure ML
     if p.add_runtime:
         add_runtime(p.code_dir)
     for path, out_type in p.outputs.values():  # each checked to stay in the run folder, whatever its name
@@ -269,7 +269,7 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
     sup.running = True  # from here on a stop signal ends the run the normal way
     for note in p.notes:
         print(f"note: {note}", file=err)
-    for warning in getattr(p, "warnings", ()):  # values Azure ML's shell would read differently
+    for warning in p.warnings:  # values Azure ML's shell would read differently
         print(f"warning: {warning}", file=err)
     rel_run = os.path.relpath(p.run_dir)
     # sup.write: a closed stdout (`| head` that quit) must not stop the run before it starts
