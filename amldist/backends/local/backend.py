@@ -57,7 +57,7 @@ class LocalJobPlan(Plan):
     def to_json(self) -> dict:
         data = dataclasses.asdict(self.local)
         data["distribution"] = data.pop("kind")  # "kind" is job|pipeline in every plan and record
-        return mask_tree({"backend": "local", "kind": "job", **data})
+        return mask_tree({"backend": self.backend, "kind": self.kind, **data})
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class LocalPipelinePlan(Plan):
         return pipeline_run.describe_pipeline(self.pipeline)
 
     def to_json(self) -> dict:
-        return mask_tree({"backend": "local", "kind": "pipeline", **dataclasses.asdict(self.pipeline)})
+        return mask_tree({"backend": self.backend, "kind": self.kind, **dataclasses.asdict(self.pipeline)})
 
 
 class LocalBackend(Backend):
