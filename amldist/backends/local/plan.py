@@ -41,7 +41,7 @@ from amldist.backends.local.job_values import job_command
 from amldist.rules.fabric import size_variables
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
-from amldist.rules import counts, paths, snapshot_preview
+from amldist.rules import counts, paths, process_counts, snapshot_preview
 from amldist.rules.booleans import is_optional
 from amldist.rules.names import check_job_name
 from amldist.submit.overrides import is_path_input
@@ -188,7 +188,7 @@ def launcher_layout(job, file: str) -> envs.Layout:
     kind = dist.kind if dist is not None else None
     if kind is None:
         return envs.single_layout(_local_limit(nodes, file))
-    if kind in ("pytorch", "mpi"):
+    if process_counts.takes_process_count(kind):
         per_node = _count(dist.process_count_per_instance, 1, "distribution.process_count_per_instance", file)
         _local_limit(nodes * per_node, file)
         return envs.pytorch_layout(nodes, per_node) if kind == "pytorch" else envs.mpi_layout(nodes, per_node)
