@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import os
 import sys
 from dataclasses import dataclass, field
 
 from amldist.azure_sdk.code_snapshot import SnapshotPlan
+from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
 from amldist.backends.azureml.azure_calls import SIGN_IN_HINT, azure_call, require_azure
 from amldist.backends.azureml.workspace import Workspace
 from amldist.backends.base import Backend, JobRecord, Options, Plan
@@ -183,9 +183,7 @@ class AzureMLBackend(Backend):
         workspace = plan.workspace
         require_azure(need_identity=self.credential is None)
         print(f"workspace: {workspace.describe()}", file=sys.stderr)
-        # azure-ai-ml logs "This is an experimental class" for schemas every job uses;
-        # nothing a user can act on.
-        logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
+        quiet_azure_ai_ml()  # its "experimental class" notices for schemas every job uses: only with --debug
         if isinstance(plan, AzurePipelineJobPlan):
             from amldist.backends.azureml.pipeline import submit_pipeline
 
@@ -242,7 +240,6 @@ class AzureMLBackend(Backend):
         from azure.ai.ml import MLClient
 
         import amldist
-        from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
 
         quiet_azure_ai_ml()  # azure-ai-ml's warnings and notices: only with --debug
 

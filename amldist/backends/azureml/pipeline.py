@@ -161,13 +161,11 @@ def _distributed(node: dict, component) -> bool:
 
 
 def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ, cwd: str) -> AzurePipelinePlan:
-    import logging
-
     from amldist.model import from_data
     from amldist.azure_sdk.entities import job_name, rest_body
+    from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
 
-    # azure-ai-ml logs "This is an experimental class" while loading any pipeline; nothing to act on
-    logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
+    quiet_azure_ai_ml()  # its "experimental class" notices while loading any pipeline: only with --debug
     data = prepared.job.to_dict()
     data["name"] = job_name(options.name, data.get("name"))
     workspace, problem = workspace_or_problem(environ, cwd, options)
