@@ -18,6 +18,7 @@ import signal
 import dataclasses
 from dataclasses import dataclass
 
+from amldist.backends.local.run_state import signal_name
 from amldist.rules.vm_sizes import VmSize
 
 STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) (made no progress for [\d.]+ s|never reached the "
@@ -80,12 +81,7 @@ def signal_of(code: int | None) -> int | None:
 
 def signal_text(code: int | None) -> str:
     signum = signal_of(code)
-    if signum is None:
-        return f"exit code {code}"
-    try:
-        return f"exit code {code} ({signal.Signals(signum).name})"
-    except ValueError:
-        return f"exit code {code} (signal {signum})"
+    return f"exit code {code}" if signum is None else f"exit code {code} ({signal_name(signum)})"
 
 
 def stall(log: RankLog, ctx: Context) -> Finding | None:
