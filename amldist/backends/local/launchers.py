@@ -156,6 +156,7 @@ def mpi_layout(nodes: int, per_node: int, *, busy_port: int | None = None) -> La
 
 
 EMULATED_HOST = "amldist-node-{}"  # names no real machine answers to; the agent never looks them up
+MPI_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_agent.py")
 
 
 def mpirun_node_args(nodes: int, per_node: int, python: str = sys.executable) -> list[str]:
@@ -178,16 +179,14 @@ def mpirun_node_args(nodes: int, per_node: int, python: str = sys.executable) ->
     on hosts that are one machine. ``MPI_Comm_split_type(SHARED)`` is therefore not emulated;
     the OMPI_COMM_WORLD_LOCAL_* variables are.
     """
-    agent = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_agent.py")
     hosts = ",".join(f"{EMULATED_HOST.format(n)}:{per_node}" for n in range(nodes))
-    return ["--host", hosts, "--map-by", "slot", "--mca", "plm_rsh_agent", f"{python} -I -S {agent}",
+    return ["--host", hosts, "--map-by", "slot", "--mca", "plm_rsh_agent", f"{python} -I -S {MPI_AGENT}",
             "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo", "--mca", "coll", "^han"]
 
 
 def mpi_agent_usable(python: str = sys.executable) -> bool:
     """Whether :func:`mpirun_node_args`' agent can be named to Open MPI, which splits it at white space."""
-    agent = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_agent.py")
-    return not any(c.isspace() for c in python + agent)
+    return not any(c.isspace() for c in python + MPI_AGENT)
 
 
 def node_exports(layout: "Layout", per_node: int) -> str:

@@ -267,7 +267,7 @@ class Watchdog:
     without touching anything).
     """
 
-    def __init__(self, grace: float, marker: str = ""):
+    def __init__(self, grace: float, marker: str):
         read_end, self._pipe = os.pipe()  # both ends non-inheritable: no rank holds the pipe open
         try:
             self.proc = subprocess.Popen(
@@ -297,7 +297,7 @@ class Watchdog:
             self.proc.wait()
 
 
-def _watch(grace: float, marker: str = "") -> int:
+def _watch(grace: float, marker: str) -> int:
     """The watchdog's side: read session ids until "done" (exit) or end of file (stop them all)."""
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
@@ -319,4 +319,4 @@ def _watch(grace: float, marker: str = "") -> int:
 
 
 if __name__ == "__main__":  # the watchdog process (see Watchdog); run with -I -S, standard library only
-    sys.exit(_watch(float(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else ""))
+    sys.exit(_watch(float(sys.argv[2]), sys.argv[3]))
