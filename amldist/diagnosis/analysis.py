@@ -12,6 +12,7 @@ watchdog's own line names the stuck rank outright.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -104,7 +105,7 @@ def stalled(found: list) -> tuple[RankLog, Finding] | None:
             if own is None:
                 return log, finding
             frame = stack_frame(own[0].text)
-            return own[0], Finding(**{**finding.__dict__, "consequence": False, "frame": frame})
+            return own[0], dataclasses.replace(finding, consequence=False, frame=frame)
     return None
 
 
