@@ -108,8 +108,8 @@ def test_a_secret_input_descriptor_keeps_its_type_in_a_rest_body():
 
 def test_a_secret_value_stays_masked_under_another_name_and_in_messages():
     remember_tree({"inputs": {"api_key": "sk-LIVE-bound-1234"}, "lr": "0.00001234"})
-    step = {"inputs": {"credential_free_name": "sk-LIVE-bound-1234", "lr": "0.00001234"}}
-    assert mask_tree(step) == {"inputs": {"credential_free_name": MASK, "lr": "0.00001234"}}
+    step = {"inputs": {"step_argument": "sk-LIVE-bound-1234", "lr": "0.00001234"}}
+    assert mask_tree(step) == {"inputs": {"step_argument": MASK, "lr": "0.00001234"}}
     assert mask_text("--x sk-LIVE-bound-1234 --y 2") == "--x *** --y 2"
     assert shown("anything", "sk-LIVE-bound-1234") == MASK and shown("db_pass", "short") == MASK
     assert shown("epochs", 3) == "3"
