@@ -48,7 +48,7 @@ DATA_QUALIFIERS = frozenset({
     "HASH", "RANGE", "ROW", "COLUMN", "JOIN", "LOOKUP", "INDEX", "CACHE", "SHARD", "INPUT", "OUTPUT", "TEXT",
     "IMAGE", "PROMPT", "RESPONSE", "TARGET", "FEATURE", "FIELD", "ID", "MAX", "MIN", "NUM", "PAD", "EOS", "BOS",
     "SEP", "CLS", "UNK", "MASK", "START", "END", "SPECIAL", "CONTENT", "ANSWER", "QUESTION", "CONTEXT", "MESSAGE",
-    "SAMPLE", "BATCH", "DATASET", "SPLIT", "SEQ", "SEQUENCE", "STOP", "BLOCK", "CHUNK", "SPLIT", "DATA", "SEARCH"})
+    "SAMPLE", "BATCH", "DATASET", "SPLIT", "SEQ", "SEQUENCE", "STOP", "BLOCK", "CHUNK", "DATA", "SEARCH"})
 LOOK_ALIKES = frozenset({"TIKTOKEN", "MONKEY", "DONKEY", "TURKEY", "HOCKEY", "WHISKEY", "HOTKEY"})
 MASK = "***"
 MIN_REMEMBERED = 6  # shorter values ("1", "none", "test") would mask ordinary text everywhere
@@ -60,6 +60,11 @@ _PAIR = re.compile(r"""(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_.-]*)=([^&;\s'"]+)"
 # Fields of a secret input that describe it rather than hold it (a secret input keeps its type shown).
 _DESCRIPTIVE = {"type", "jobinputtype", "mode", "optional", "description"}
 _known: set[str] = set()  # values seen under secret names (remember)
+
+
+def _describes(key) -> bool:
+    """Whether a field called ``key`` describes a secret input (its type) rather than holding its value."""
+    return str(key).replace("_", "").lower() in _DESCRIPTIVE
 
 
 def _words(name: str) -> list[str]:
@@ -105,7 +110,7 @@ def remember_tree(data, *, secret: bool = False) -> None:
     if isinstance(data, dict):
         for key, value in data.items():
             below = secret or is_secret_name(key)
-            if not (below and str(key).replace("_", "").lower() in _DESCRIPTIVE):
+            if not (below and _describes(key)):
                 remember_tree(value, secret=below)
     elif isinstance(data, list):
         for item in data:
@@ -133,7 +138,7 @@ def is_secret_path(path) -> bool:
     keys = [str(part) for part in path or () if isinstance(part, str)]
     if not any(is_secret_name(key) for key in keys):
         return False
-    return not (keys and keys[-1].replace("_", "").lower() in _DESCRIPTIVE)
+    return not (keys and _describes(keys[-1]))
 
 
 def _url_user(match: re.Match) -> str:
@@ -189,7 +194,7 @@ def mask_tree(data, *, secret: bool = False):
         out = {}
         for key, value in data.items():
             below = secret or is_secret_name(key)
-            if below and str(key).replace("_", "").lower() in _DESCRIPTIVE and not isinstance(value, (dict, list)):
+            if below and _describes(key) and not isinstance(value, (dict, list)):
                 out[key] = value
             else:
                 out[key] = mask_tree(value, secret=below)
