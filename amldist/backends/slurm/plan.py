@@ -27,7 +27,6 @@ from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.rules.secrets import mask_env, mask_text, mask_tree
 
 DEFAULT_RUN_ROOT = ".amldist/slurm"
-KEPT_FOR_SBATCH = ("SLURM_CONF",)  # where the cluster is; sbatch needs it, the tasks drop it
 
 
 @dataclass(frozen=True)
