@@ -2,6 +2,9 @@ import subprocess
 import sys
 
 import amldist
+from tests.conftest import ROOT
+
+SAMPLE = str(ROOT / "samples" / "pytorch_ddp" / "job.yml")
 
 
 def test_version(cli):
@@ -28,11 +31,26 @@ def test_version_imports_nothing_heavy():
     code = (
         "import sys; from amldist.cli.main import main\n"
         "try: main(['--version'])\nexcept SystemExit: pass\n"
-        "heavy = [m for m in ('azure', 'torch', 'jsonschema', 'mpi4py') if m in sys.modules]\n"
+        "heavy = [m for m in ('azure', 'torch', 'jsonschema', 'jsonschema_rs', 'mpi4py', 're2', 'pathspec', 'yaml',\n"
+        "         'amldist.validate', 'amldist.backends', 'amldist.diagnosis') if m in sys.modules]\n"
         "print('heavy=' + ','.join(heavy))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "heavy="
+
+
+def test_validate_imports_only_the_validator():
+    """``amldist validate FILE`` loads the validator, not the backends, the diagnosis, Azure or the matchers
+    of ignore patterns (a named file is not filtered by them)."""
+    code = (
+        "import sys; from amldist.cli.main import main\n"
+        f"code = main(['validate', '-q', {SAMPLE!r}])\n"
+        "heavy = [m for m in ('azure', 'torch', 'mpi4py', 're2', 'pathspec', 'amldist.backends', 'amldist.diagnosis',\n"
+        "         'amldist.submit', 'amldist.azure_sdk') if m in sys.modules]\n"
+        "print(f'code={code} heavy=' + ','.join(heavy))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "code=0 heavy=", proc.stdout + proc.stderr
 
 
 def test_counts_must_be_whole_numbers_between_the_limits(cli, tmp_path):
