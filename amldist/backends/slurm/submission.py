@@ -9,13 +9,12 @@ every task) and ``job.sbatch``; ``slurm.json`` once Slurm accepted the job.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import time
 
 from amldist.backends.local import launchers
 from amldist.backends.local.code_copy import copy_code, copy_includes
-from amldist.backends.local.supervisor import ignore_runs
+from amldist.backends.local.supervisor import ignore_runs, python_wrappers
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan
 from amldist.errors import UserError
@@ -58,13 +57,9 @@ def fill_run_folder(p: SlurmJobPlan) -> None:
 
 
 def _fill(p: SlurmJobPlan) -> None:
-    for sub in ("user_logs", "state", "bin"):
+    for sub in ("user_logs", "state"):
         os.makedirs(os.path.join(p.run_dir, sub))
-    for name in ("python", "python3"):  # `python` is the plan's interpreter in every task, as locally
-        path = os.path.join(p.run_dir, "bin", name)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(f'#!/bin/sh\nexec {shlex.quote(p.python)} "$@"\n')
-        os.chmod(path, 0o755)
+    python_wrappers(p)  # bin/python: the plan's interpreter in every task, as locally
     job_file = os.open(os.path.join(p.run_dir, "job.yml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(job_file, "w", encoding="utf-8") as fh:
         fh.write(p.job_yaml)

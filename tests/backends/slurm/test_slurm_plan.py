@@ -135,3 +135,5 @@ def test_a_components_additional_includes_reach_its_code_folder(tmp_path):
     fill_run_folder(p)  # the run folder sbatch is then given, written for real
     assert (tmp_path / "runs" / p.job_name / "code" / "lib" / "util.py").read_text() == "U = 1\n"
     assert (tmp_path / "runs" / p.job_name / "code" / "train.py").is_file()
+    wrapper = tmp_path / "runs" / p.job_name / "bin" / "python"  # `python` in every task is the plan's
+    assert p.python in wrapper.read_text() and os.access(wrapper, os.X_OK)
