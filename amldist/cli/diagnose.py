@@ -41,6 +41,10 @@ def run(args) -> int:
         raise UserError("'amldist job diagnose' needs the job's name", hint="amldist job diagnose NAME")
     if args.name and args.name_option and args.name != args.name_option:
         raise UserError(f"two job names given: {args.name!r} and -n {args.name_option!r}")
+    if getattr(args, "slurm", False):  # the shared where-options offer it; the diagnosis reads local and Azure runs
+        raise UserError("'amldist job diagnose' reads local runs and Azure ML jobs, not Slurm jobs yet",
+                        hint=f"amldist job show {name} --slurm names the failed rank; "
+                        f"amldist job logs {name} --slurm shows its log")
     run_root = os.path.abspath(args.run_root or ".amldist/runs")
     if args.is_local(args, run_root, name):
         from amldist.diagnosis.local import diagnose_run

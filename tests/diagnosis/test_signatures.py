@@ -145,3 +145,9 @@ def test_a_canceled_job_is_not_a_hang():
     logs = [log("step 10", -15, r, ended=50.0) for r in range(2)]
     result = diagnose(logs, Context(), job="j", status="Canceled", backend="local")
     assert (result.finding.signature, result.finding.field) == ("canceled", None)
+
+
+def test_diagnose_of_a_slurm_job_says_in_one_line_what_to_use_instead(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _out, err = cli("job", "diagnose", "some-run", "--slurm")
+    assert code == 2 and "not Slurm jobs" in err and "--slurm" in err and "Traceback" not in err
