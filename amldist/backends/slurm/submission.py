@@ -18,6 +18,7 @@ from amldist.backends.local.supervisor import ignore_runs, python_wrappers
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan
 from amldist.errors import UserError
+from amldist.model.files import make_folder
 from amldist.rules.runtime_bundle import add_runtime
 
 
@@ -68,7 +69,7 @@ def _fill(p: SlurmJobPlan) -> None:
     copy_includes(p.includes, code)  # a component's additional_includes, laid out as Azure ML lays them out
     if p.add_runtime:
         add_runtime(code)
-    for path, out_type in p.outputs.values():
-        os.makedirs(os.path.dirname(path) if out_type == "uri_file" else path, exist_ok=True)
+    for path, out_type in p.outputs.values():  # each checked to stay in the run folder, as locally
+        make_folder(p.run_dir, os.path.dirname(path) if out_type == "uri_file" else path)
     with open(os.path.join(p.run_dir, "job.sbatch"), "w", encoding="utf-8") as fh:
         fh.write(p.script)
