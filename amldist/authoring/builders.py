@@ -18,6 +18,7 @@ from amldist.authoring.arguments import BuilderError
 from amldist.authoring.legacy_builder import first_validation_error
 from amldist.authoring.size_defaults import BuilderWarning
 from amldist.rules.command_checks import command_findings
+from amldist.rules.process_counts import takes_process_count
 from amldist.model.specs import CommandJob, Distribution, Limits, Resources
 
 COMMAND_JOB_SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
@@ -82,7 +83,7 @@ def _build(distribution_type: str, args: dict, distribution: dict) -> CommandJob
     if args["infiniband_env"]:
         env.update(size_defaults.infiniband_env(size, instance_count, env))
     notes = []
-    if distribution_type in ("pytorch", "mpi"):
+    if takes_process_count(distribution_type):
         given = arguments.count("process_count_per_instance", distribution["process_count_per_instance"])
         distribution["process_count_per_instance"] = size_defaults.processes_per_node(size, given, distribution_type)
         if given is None:

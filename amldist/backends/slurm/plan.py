@@ -22,6 +22,7 @@ from amldist.backends.local.job_values import job_command
 from amldist.backends.local.plan import code_folder, find_mpirun, job_name, rerunnable_yaml, resolve_inputs
 from amldist.backends.slurm import script
 from amldist.errors import UserError
+from amldist.rules.process_counts import takes_process_count
 from amldist.rules import counts, vm_sizes
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.rules.secrets import mask_env, mask_text, mask_tree
@@ -123,7 +124,7 @@ def shape(job, file: str) -> tuple[str, int, int, launchers.Layout]:
     kind = dist.kind if dist is not None else None
     if kind is None:
         return "single", nodes, 1, launchers.single_layout(nodes)
-    if kind in ("pytorch", "mpi"):
+    if takes_process_count(kind):
         per_node = _count(dist.process_count_per_instance)
         layout = (launchers.pytorch_layout(nodes, per_node, port=1) if kind == "pytorch"
                   else launchers.mpi_layout(nodes, per_node, busy_port=1))
