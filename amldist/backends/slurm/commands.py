@@ -100,8 +100,7 @@ def cancel(job_id: str) -> None:
     call("scancel", job_id)
 
 
-def environment(base: dict, added: dict, environ=None) -> dict:
+def environment(base: dict, added: dict) -> dict:
     """sbatch's environment: the cleaned shell's, the plan's variables, and where the cluster is."""
-    environ = os.environ if environ is None else environ
-    kept = {k: environ[k] for k in ("SLURM_CONF",) if k in environ}
+    kept = {k: os.environ[k] for k in ("SLURM_CONF",) if k in os.environ}
     return {**base, **added, **kept}
