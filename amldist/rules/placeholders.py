@@ -36,6 +36,7 @@ Standard library only, no I/O: the validator reuses it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -239,6 +240,7 @@ def _v2_pairs(text: str, holders: list[Placeholder]) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
+@lru_cache(maxsize=512)  # validate and the shell rules parse each command twice; the result is frozen
 def parse(text: str, syntax: str = LEGACY) -> ParsedCommand:
     """Split a command into literal text, placeholders and (nested) optional groups."""
     if syntax not in (LEGACY, V2):
