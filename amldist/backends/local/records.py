@@ -68,7 +68,18 @@ def read_bytes(run_dir: str) -> bytes | None:
 
 def read_record(run_dir: str) -> JobRecord | None:
     """The run in ``run_dir`` as a record (its status as a reader should see it), None when it has no
-    status.json yet; StateError when the file is not one amldist wrote."""
+    status.json yet; StateError when the file is not one amldist wrote.
+
+    A ``Running`` file whose process is gone is read a second time before it counts as ``Failed``:
+    the owner writes its end *before* it lets go of the run folder, so the file read before the
+    proof failed may predate an end that is on disk now (a cancel that polls while the run ends)."""
+    record = _read_once(run_dir)
+    if record is not None and record.status == RUNNING and not alive(record):
+        record = _read_once(run_dir)
+    return None if record is None else effective(record)
+
+
+def _read_once(run_dir: str) -> JobRecord | None:
     data = read_bytes(run_dir)
     if data is None:
         return None
@@ -225,4 +236,4 @@ class _Reader:
             end_time=self.get(s, "end_time", _TEXT, ""), duration_seconds=self.get(s, "duration_seconds", _NUM, ""),
             ranks=ranks, steps=steps, outputs=self.outputs(), error=self.get(s, "error", _TEXT, ""),
             stopped_by=self.get(s, "stopped_by", _TEXT, ""), details=details)
-        return effective(record)
+        return record

@@ -104,6 +104,26 @@ def test_a_run_whose_supervisor_died_reads_as_failed(tmp_path):
     assert jobs.cancel(str(tmp_path / "runs"), "ghost", err=io.StringIO()).status == "Failed"
 
 
+def test_a_run_that_ends_between_the_read_and_the_proof_reads_as_its_end(tmp_path, monkeypatch):
+    """The race a cancel that polls can lose: status.json read while Running, then the owner records
+    its end and lets go of the folder before the proof looks. The end on disk wins, not Failed."""
+    from amldist.backends.local import records
+
+    run_dir = tmp_path / "runs" / "ending"
+    run_dir.mkdir(parents=True)
+    state = {"name": "ending", "status": "Running", "pid": os.getpid(), "pid_start_time": 1,
+             "start_time": run_state.now_iso(), "ranks": [], "outputs": {}}
+    run_state.write_state(str(run_dir), state)
+
+    def owner_ends_meanwhile(record):
+        run_state.write_state(str(run_dir), {**state, "status": "Canceled", "stopped_by": "amldist job cancel"})
+        return False
+
+    monkeypatch.setattr(records, "alive", owner_ends_meanwhile)
+    record = jobs.get_run(str(tmp_path / "runs"), "ending")
+    assert (record.status, record.stopped_by) == ("Canceled", "amldist job cancel")
+
+
 def test_logs_one_rank_all_ranks_and_download(tmp_path):
     code, _, _ = run(tmp_path, "ok", name="done")
     assert code == 0
