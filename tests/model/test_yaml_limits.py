@@ -35,11 +35,25 @@ DEEP = {
 }
 
 
+def _best_time(load, text, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        try:
+            load(text)
+        except YamlError:
+            pass
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 @pytest.mark.parametrize("name", sorted(DEEP))
 def test_deep_nesting_stops_at_the_limit_fast(name):
-    started = time.perf_counter()
+    """Fast means relative, measured in the same run: refusing the deep document costs less than
+    parsing a flat one of 50,000 characters (about 100 times less when the depth is checked early)."""
     assert _code(DEEP[name]) == "yaml-too-deep"
-    assert time.perf_counter() - started < 1.0
+    flat = "[" + "1," * 25_000 + "1]"
+    assert _best_time(load_yaml, DEEP[name]) < _best_time(load_yaml, flat)
 
 
 def test_deep_nesting_in_a_fresh_process_does_not_crash():
@@ -56,10 +70,12 @@ def test_the_depth_limit_itself_is_allowed():
     assert _code("[" * (depth + 1) + "]" * (depth + 1)) == "yaml-too-deep"
 
 
-def test_length_is_checked_before_parsing():
-    started = time.perf_counter()
+def test_length_is_checked_before_parsing(monkeypatch):
+    def no_parse(text):
+        raise AssertionError("the parser was started on a document over the length limit")
+
+    monkeypatch.setattr(yamlio, "_Loader", no_parse)
     assert _code("a: " + "x" * yamlio.MAX_CHARS) == "yaml-too-large"
-    assert time.perf_counter() - started < 0.5
 
 
 def test_keys_per_mapping_are_bounded():
