@@ -29,6 +29,7 @@ there; elsewhere :mod:`amldist.rules.shell_values` admits only benign values.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -80,6 +81,12 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _REDIRECT = re.compile(r"^[0-9]*(<<<|<|>|<<|>>|<&|>&|&>|&>>|<>|>\|)")
 _HEREDOC = re.compile(r"<<(-?)[ \t]*")
 _OPERATORS = ";&|\n"
+# Runs of characters that no state of the scan treats specially, read in one step rather than one
+# character at a time (the scan is most of validate's time): in a word, in double quotes, in single
+# quotes and in a comment. The shell's special characters, `{`/`[` (legacy placeholders, `[[`), `#`
+# and everything non-ASCII are read one at a time as before.
+_PLAIN_IN = {"cmd": re.compile(r"[A-Za-z0-9_./:=,+@%^~-]+"), "double": re.compile(r'[^\\"$`]+'),
+             "single": re.compile(r"[^']+"), "ansi": re.compile(r"[^'\\]+"), "comment": re.compile(r"[^\n]+")}
 _DIRECT = {"cmd": UNQUOTED, "double": DOUBLE, "comment": COMMENT, "single": SINGLE, "ansi": ANSI}
 _ENCLOSING = {"backtick", "parameter", "arithmetic", "conditional"}
 # a command that can evaluate a variable's content as arithmetic: an assignment's value is then code
@@ -143,6 +150,7 @@ class _Lexer:
     def __init__(self, text: str, spans: list[tuple[int, int]]):
         self.text = text
         self.spans = dict(spans)
+        self.starts = sorted(self.spans)
         self.commands: list[_Command] = []
         self.i = 0
         self.stack = [self._cmd_frame("cmd")]
@@ -166,8 +174,7 @@ class _Lexer:
         if frame.redirect_next:
             word.kind = _redirect_kind(frame.redirect_next)
             frame.redirect_next = ""
-        elif _REDIRECT.match(word.raw):
-            operator = _REDIRECT.match(word.raw)
+        elif operator := _REDIRECT.match(word.raw):
             if operator.end() == len(word.raw):  # detached: the target is the next word
                 frame.redirect_next = word.raw
                 return
@@ -203,13 +210,15 @@ class _Lexer:
 
     # -- the scan ------------------------------------------------------------------------
     def run(self) -> dict[int, _Place]:
-        text = self.text
+        text, spans, stack, handlers = self.text, self.spans, self.stack, {}
         while self.i < len(text):
-            if self.i in self.spans:
+            if self.i in spans:
                 self._placeholder()
                 continue
-            top = self.stack[-1]
-            handler = getattr(self, "_in_" + top.kind.replace("-", "_"))
+            top = stack[-1]
+            handler = handlers.get(top.kind)
+            if handler is None:
+                handler = handlers[top.kind] = getattr(self, "_in_" + top.kind.replace("-", "_"))
             handler(top, text[self.i])
         for frame in self.stack:
             if frame.kind in ("cmd", "backtick"):
@@ -242,6 +251,18 @@ class _Lexer:
         """Step over a backslash and the character it escapes, unless that is a placeholder
         (which then reads as escaped)."""
         self.i += 1 if self.i + 1 in self.spans else 2
+
+    def _plain_run(self, kind: str) -> str:
+        """The run of plain characters at the cursor (at least its first), never past a placeholder;
+        the cursor moves past it."""
+        i = self.i
+        match = _PLAIN_IN[kind].match(self.text, i)
+        end = match.end() if match else i + 1
+        after = bisect.bisect_right(self.starts, i)
+        if after < len(self.starts):
+            end = min(end, self.starts[after])
+        self.i = max(end, i + 1)
+        return self.text[i:self.i]
 
     def _escaping_backslash(self, pos: int) -> bool:
         count = 0
@@ -331,12 +352,11 @@ class _Lexer:
             while self.i < len(text) and text[self.i] in "<>&|":
                 frame.word.raw += text[self.i]
                 self.i += 1
-        else:
-            if ch in " \t":
-                self._finish_word(frame)
-            else:
-                frame.word.raw += ch
+        elif ch in " \t":
+            self._finish_word(frame)
             self.i += 1
+        else:
+            frame.word.raw += self._plain_run("cmd")
 
     _in_backtick = _in_cmd
 
@@ -403,13 +423,15 @@ class _Lexer:
         if ch == "\n":
             self.stack.pop()  # the newline itself ends the command in the frame below
             return
-        self.i += 1
+        self._plain_run("comment")
 
     def _in_single(self, frame: _Frame, ch: str) -> None:
-        self._word_text(ch)
-        self.i += 1
         if ch == "'":
+            self._word_text(ch)
+            self.i += 1
             self.stack.pop()
+        else:
+            self._word_text(self._plain_run(frame.kind))  # `single`, or `ansi` read up to a backslash
 
     def _in_ansi(self, frame: _Frame, ch: str) -> None:
         if ch == "\\":
@@ -437,8 +459,7 @@ class _Lexer:
             if not self._expansion(frame):
                 self.i += 1
         else:
-            self._word_text(ch)
-            self.i += 1
+            self._word_text(self._plain_run("double"))
 
     def _in_parameter(self, frame: _Frame, ch: str) -> None:
         if ch == "}":

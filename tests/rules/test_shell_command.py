@@ -103,6 +103,13 @@ def context_of(command: str) -> list[str]:
     ('python -c "${{inputs.m}}"', ["double:interpreter-code"]),
     ("perl -e '${{inputs.m}}'", ["single:interpreter-code"]),
     ("python - <<EOF\n${{inputs.m}}\nEOF", ["heredoc:interpreter-code"]),
+    # runs of plain text are read in one step: a placeholder inside a run, and what ends a run
+    ("python t.py --x=ab${{inputs.m}}cd.e ${{inputs.m}}", ["unquoted:argument", "unquoted:argument"]),
+    ("echo 'ab${{inputs.m}}cd' \"ab${{inputs.m}}cd\" #ab${{inputs.m}}", ["single:argument", "double:argument",
+                                                                     "comment:argument"]),
+    ("echo $'ab\\' ${{inputs.m}}' ${{inputs.m}}", ["ansi:argument", "unquoted:argument"]),
+    ("echo ab'cd'ef \"x\\\"${{inputs.m}}\"", ["double:argument"]),
+    ("printf %s,+@~^ ab#${{inputs.m}}", ["unquoted:argument"]),
 ])
 def test_each_placeholder_gets_the_context_a_shell_would_read_it_in(command, expected):
     assert context_of(command) == expected
