@@ -210,7 +210,7 @@ def _value_finding(key: str, value, context, written: str) -> CommandFinding | N
         return CommandFinding("shell-value", WARNING, f"{key}'s value in the spec: {verdict.refused}; a local run "
                               "refuses it, and on Azure ML its shell characters would run as code",
                               verdict.hint, 0, written)
-    if verdict.warning and "Azure ML's shell" in verdict.warning:
+    if verdict.diverges:
         return CommandFinding("shell-divergence", WARNING, verdict.warning, verdict.hint, 0, written)
     return None
 

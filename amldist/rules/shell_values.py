@@ -39,11 +39,12 @@ def is_benign(value: str) -> bool:
 @dataclass(frozen=True)
 class Verdict:
     """What to do with one value at one placeholder: ``refused`` (a message) or pass it, with
-    ``warning`` (a message) when Azure ML would read it differently or run it as code."""
+    ``warning`` (a message) when Azure ML would read it differently (``diverges``) or run it as code."""
 
     refused: str | None = None
     warning: str | None = None
     hint: str | None = None
+    diverges: bool = False  # the warning is that Azure ML's shell reads more than the text a local run passes
 
 
 def check(name: str, value: str, context: Context, *, is_path: bool = False) -> Verdict:
@@ -69,7 +70,7 @@ def check(name: str, value: str, context: Context, *, is_path: bool = False) -> 
     if reading is None:
         return Verdict()
     return Verdict(warning=f"{name}: Azure ML's shell would read the value as more than its text ({reading}); "
-                           "a local run passes the literal text", hint=fix(ref, value, context))
+                           "a local run passes the literal text", hint=fix(ref, value, context), diverges=True)
 
 
 def _pasted_as_data(value: str, context: Context) -> bool:
