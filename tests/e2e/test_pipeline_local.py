@@ -96,6 +96,18 @@ def test_steps_that_cannot_run_locally_are_refused_before_anything_starts(tmp_pa
     assert not (project / ".amldist" / "runs" / "demo").exists()
 
 
+def test_several_steps_that_cannot_run_locally_are_one_line_naming_each(tmp_path):
+    (tmp_path / "p.yml").write_text(
+        "type: pipeline\njobs:\n  a:\n    component: azureml:comp_a:1\n  b:\n    type: spark\n"
+        "    component: azureml:comp_b:2\n  c:\n    command: echo hi\n    environment: azureml:env:1\n")
+    done = submit(tmp_path, "p.yml", "--local")
+    assert done.returncode == 2, done.stderr
+    error, hint = done.stderr.splitlines()
+    assert error.startswith("error: p.yml: 2 steps cannot run locally: step a: component 'azureml:comp_a:1' "), error
+    assert "; step b: " in error and "\\n" not in error
+    assert hint.startswith("hint: submit the pipeline to Azure ML")
+
+
 def test_a_pipeline_job_from_a_top_level_component_runs_here(tmp_path):
     env = "azureml:AzureML-sklearn-1.5@latest"
     (tmp_path / "pc.yml").write_text(

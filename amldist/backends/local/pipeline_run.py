@@ -118,7 +118,7 @@ def plan_steps(prepared: PreparedPipeline, options, plan_step):
 
 
 def refuse_what_cannot_run_here(prepared: PreparedPipeline) -> None:
-    """One line for the pipeline, then one per step that cannot run on this machine, each saying
+    """One line: the pipeline's own problem, or each step that cannot run on this machine, each saying
     what to pass instead (see :mod:`amldist.submit.pipeline`); nothing has started yet."""
     graph = prepared.graph
     if graph.local_problem:
@@ -126,8 +126,8 @@ def refuse_what_cannot_run_here(prepared: PreparedPipeline) -> None:
     refused = [f"step {n.name}: {n.local_problem}" for n in graph.nodes if n.local_problem]
     if len(refused) == 1:
         raise UserError(f"{prepared.source}: {refused[0]}")
-    if refused:
-        raise UserError(f"{prepared.source}: {len(refused)} steps cannot run locally:\n  " + "\n  ".join(refused),
+    if refused:  # one line (a newline would reach the screen escaped): the steps one after another
+        raise UserError(f"{prepared.source}: {len(refused)} steps cannot run locally: " + "; ".join(refused),
                         hint="submit the pipeline to Azure ML (without --local), or change those steps")
 
 
