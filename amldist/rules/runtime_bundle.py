@@ -30,7 +30,10 @@ RUNS_DIR = ".amldist"  # local run folders: <cwd>/.amldist/runs/<job-name>
 
 
 def has_own_amldist(folder: str) -> bool:
-    """True when ``folder`` has an ``amldist`` entry (a folder, file or link) of its own."""
+    """True when ``folder`` has an ``amldist`` entry (a folder, file or link) of its own; ``code:``
+    naming one file has one when that file is named ``amldist``."""
+    if os.path.isfile(folder):
+        return os.path.basename(folder) == "amldist"
     return os.path.lexists(os.path.join(folder, "amldist"))
 
 

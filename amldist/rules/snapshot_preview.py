@@ -161,6 +161,8 @@ def of_folder(source: str, skip_names: Iterable[str] = ()) -> Preview:
     ``.gitignore``: :mod:`amldist.rules.ignore_files`), as the local backend copies it."""
     from amldist.rules.ignore_files import code_ignore, is_ignored
 
+    if os.path.isfile(source):  # code: naming one file: the snapshot holds it alone
+        return of_mapping({os.path.basename(source): source})
     rules = code_ignore(source)
     return preview(*folder_entries(source, lambda rel, is_dir: is_ignored(rules, rel, is_dir), skip_names))
 

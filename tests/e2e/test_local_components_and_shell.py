@@ -208,3 +208,28 @@ def test_a_component_with_additional_includes_is_sent_to_azure_ml_with_them(tmp_
     assert code == 0 and "Traceback" not in err, err
     # the snapshot the upload will hold has the include where Azure ML puts it (the root, under its name)
     assert "lib/a.py" in out, out
+
+
+def test_code_naming_one_file_runs_with_that_file_alone_as_on_azure_ml(cli, tmp_path, monkeypatch):
+    """``code: ./train.py`` (azure-ai-ml accepts a file; the Azure backend's snapshot holds it alone):
+    the run's code folder holds that file, not its neighbours, and the dry run counts one file."""
+    write(tmp_path / "train.py", "import os, sys\nopen(sys.argv[1], 'w').write(' '.join(sorted(os.listdir('.'))))\n")
+    write(tmp_path / "secret_neighbour.txt", "not part of the code\n")
+    job = write(tmp_path / "job.yml", """
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        type: command
+        code: ./train.py
+        command: python train.py ${{outputs.o}}/listing.txt
+        outputs:
+          o: {type: uri_folder}
+        environment: azureml:env:1
+        """)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("submit", str(job), "--local", "--dry-run")
+    assert code == 0, err
+    assert "code snapshot: " in out and " in 1 file(s)" in out
+    code, out, err = cli("submit", str(job), "--local", "--name", "one_file")
+    assert code == 0, err
+    listing = (tmp_path / ".amldist" / "runs" / "one_file" / "outputs" / "o" / "listing.txt").read_text().split()
+    assert "train.py" in listing and "amldist" in listing and "secret_neighbour.txt" not in listing
+    assert (tmp_path / "secret_neighbour.txt").exists()  # nothing of the user's was touched

@@ -21,6 +21,8 @@ folders and links are copied: a FIFO would block the copy, a device node (``/dev
 read forever and a socket cannot be copied, so any of them is an error naming the file (ignore it
 in ``.amlignore``). ``code: /`` (a filesystem root) is refused before anything is copied.
 A component's ``additional_includes`` are then added as Azure ML adds them (:func:`copy_includes`).
+``code:`` naming one file gives a code folder holding that file alone, as the Azure backend's
+snapshot does (:mod:`amldist.azure_sdk.code_snapshot`): the working directory looks the same.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ def copy_code(source: str, dest: str, *, skip: tuple[str, ...] = (), progress=No
     Links are made once everything else is copied, when it is known which targets are there.
     """
     check_code_source(source)
+    if os.path.isfile(source):
+        os.makedirs(dest)
+        shutil.copy2(source, os.path.join(dest, os.path.basename(source)))
+        if progress is not None:
+            progress(1, os.path.getsize(source))
+        return 1
     rules = code_ignore(source)
     skip_real = {os.path.realpath(p) for p in skip}
     links: list[str] = []

@@ -267,8 +267,9 @@ def code_folder(code, base_dir: str, file: str) -> str | None:
         raise UserError(f"{file}: code {text!r} is not a local folder; the local backend needs one",
                         hint="--set code=./src (relative to the YAML file)")
     path = paths.local_path(text, base_dir)
-    if not os.path.isdir(path):
-        raise UserError(f"{file}: code folder {text!r} does not exist (looked for {path})")
+    if not os.path.isdir(path) and not os.path.isfile(path):  # one file: the run's code folder holds it alone
+        raise UserError(f"{file}: code {text!r} does not exist (looked for {path})",
+                        hint="point code: at the folder (or the one file) holding your scripts, relative to the YAML")
     check_code_source(path, file)
     return path
 
