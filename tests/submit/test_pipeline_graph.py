@@ -171,8 +171,10 @@ def test_steps_only_azure_runs_are_refused_locally_one_line_each_with_what_to_pa
     prepared = prepare(str(tmp_path / "pipeline.yml"))
     with pytest.raises(UserError) as refused:
         refuse_what_cannot_run_here(prepared)
-    lines = str(refused.value).splitlines()[1:]
-    assert [line.split(":")[0].strip() for line in lines] == ["step reg", "step sp", "step use"]
+    message = str(refused.value)
+    assert "\n" not in message  # one line, the steps one after another
+    lines = message.split("3 steps cannot run locally: ")[1].split("; step ")
+    assert [line.split(":")[0].removeprefix("step ") for line in lines] == ["reg", "sp", "use"]
     assert "registered in a workspace" in lines[0] and "registered in a workspace" in lines[1]
     assert "--input data=./local/copy" in lines[2]
 
