@@ -114,6 +114,18 @@ def _job_inputs(component: CommandComponent, given: dict) -> dict:
     return out
 
 
+def _job_outputs(component: CommandComponent) -> dict:
+    """The component's outputs as the job declares them: azure-ai-ml's untyped ``path`` is a folder
+    there (``uri_folder``, what Azure ML mounts for it), which a command job can declare. A value
+    output (a pipeline's control output) is kept: a local run gives it a folder; the Azure backend
+    refuses it in one line (:func:`amldist.model.kinds.value_outputs`)."""
+    outputs = {}
+    for name, port in (component.outputs or {}).items():
+        kind = port.get("type", "uri_folder") if isinstance(port, dict) else "uri_folder"
+        outputs[name] = {"type": "uri_folder" if type_word(kind) == "path" else kind}
+    return outputs
+
+
 def component_to_job(component, *, inputs=None, compute=None, instance_count=None, process_count_per_instance=None,
                      instance_type=None, environment_variables=None, name=None, experiment_name=None, timeout=None,
                      base_dir=None, checked: bool = False, keep_includes: bool = False) -> CommandJob:
@@ -161,7 +173,7 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
         code=_local(component.code, base_dir), command=command, environment=env,
         environment_variables=dict(environment_variables) if environment_variables else None, compute=compute,
         inputs=job_inputs or None,
-        outputs={k: {"type": v.get("type", "uri_folder")} for k, v in (component.outputs or {}).items()} or None,
+        outputs=_job_outputs(component) or None,
         distribution=dist, resources=res if res.to_dict() else None,
         limits=Limits(timeout=timeout) if timeout else None,
     )

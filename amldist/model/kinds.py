@@ -145,6 +145,16 @@ def detect_kind(data) -> str | None:
     return kind if kind in VALIDATED else None
 
 
+VALUE_TYPES = ("string", "integer", "number", "boolean")
+
+
+def value_outputs(outputs) -> list[str]:
+    """The outputs (of a job's ``outputs:`` mapping) that carry a value, not data: a pipeline step's
+    control outputs, which no command job can declare."""
+    return [name for name, port in (outputs or {}).items()
+            if isinstance(port, dict) and type_word(port.get("type")) in VALUE_TYPES]
+
+
 def type_word(value) -> str | None:
     """A ``type:`` value -- a document's, a distribution's, a pipeline node's, an input's or an output's --
     as azure-ai-ml matches it: trimmed and lower-cased; None when it is no text.

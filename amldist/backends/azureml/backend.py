@@ -158,6 +158,7 @@ class AzureMLBackend(Backend):
                 prepared, options, environ=os.environ if self.environ is None else self.environ,
                 cwd=self.cwd or os.getcwd()))
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
+        _refuse_value_outputs(job, prepared.source)
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win
             job.environment_variables = {**sized, **(job.environment_variables or {})}
@@ -313,3 +314,16 @@ class AzureMLBackend(Backend):
 
 __all__ = ["SIGN_IN_HINT", "AzureMLBackend", "AzureOptions", "AzurePlan", "AzurePipelineJobPlan", "azure_call",
            "require_azure"]
+
+
+def _refuse_value_outputs(job, source) -> None:
+    """A component whose output is a value (a control output) runs locally as a job, but Azure ML
+    takes such an output only from a pipeline step: one line saying so, before azure-ai-ml's own."""
+    from amldist.model.kinds import value_outputs
+
+    names = value_outputs(getattr(job, "outputs", None))
+    if names:
+        raise UserError(f"{source}: output {names[0]!r} is a {job.outputs[names[0]]['type']} value (a pipeline's "
+                        "control output): Azure ML takes one only from a pipeline step, not from a command job",
+                        hint="run the component as the one step of a pipeline job (jobs: {step: {type: command, "
+                             "component: ./its.yml}})")
