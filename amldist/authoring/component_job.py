@@ -118,7 +118,7 @@ def _job_outputs(component: CommandComponent) -> dict:
     """The component's outputs as the job declares them: azure-ai-ml's untyped ``path`` is a folder
     there (``uri_folder``, what Azure ML mounts for it), which a command job can declare. A value
     output (a pipeline's control output) is kept: a local run gives it a folder; the Azure backend
-    refuses it in one line (:func:`amldist.model.kinds.value_outputs`)."""
+    sends such a component as the one step of a pipeline job (:mod:`amldist.backends.azureml.component_pipeline`)."""
     outputs = {}
     for name, port in (component.outputs or {}).items():
         kind = port.get("type", "uri_folder") if isinstance(port, dict) else "uri_folder"

@@ -1,6 +1,7 @@
 """A component run as a job keeps outputs a command job can declare: azure-ai-ml's untyped ``path`` output
 becomes ``uri_folder`` (the responsible-AI components of azureml-assets have them), and a value output
-(a pipeline's control output) runs locally but is one line on Azure, where only a pipeline step takes one."""
+(a pipeline's control output) runs locally as a job and goes to Azure as the one step of a pipeline job,
+since Azure ML takes such an output only from a pipeline step."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import json
 
 import pytest
 
-from amldist.errors import UserError
 
 COMPONENT = """\
 $schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json
@@ -52,12 +52,21 @@ def test_a_path_output_is_a_folder_in_the_job_azure_ai_ml_accepts(tmp_path):
     assert "output first: " in local_backend.describe(local_plan)
 
 
-def test_a_value_output_runs_locally_and_is_one_line_on_azure(tmp_path):
+def test_a_value_output_goes_to_azure_as_a_one_step_pipeline_and_runs_locally_as_a_job(tmp_path):
+    """The body is the one azure-ai-ml builds for the one-step pipeline a user would write by hand."""
     pytest.importorskip("azure.ai.ml")
+    from tests.test_real_specs import azure_body, normalised
+
     path = _component(tmp_path, "  first: {type: boolean, is_control: true}")
     local_backend, local_plan = _plan("local", path, tmp_path)
     assert "output first: " in local_backend.describe(local_plan)
-    with pytest.raises(UserError) as caught:
-        _plan("azureml", path, tmp_path)
-    assert "output 'first' is a boolean value (a pipeline's control output)" in caught.value.message
-    assert "\n" not in caught.value.message and "pipeline job" in caught.value.hint
+    backend, plan = _plan("azureml", path, tmp_path)
+    shown = json.loads(backend.describe(plan))
+    assert "is sent as the one step of a pipeline job: its output 'first' carries a value" in shown["warnings"][0]
+    by_hand = tmp_path / "by_hand.yml"
+    by_hand.write_text("$schema: https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json\n"
+                       "type: pipeline\njobs:\n  outputs_check:\n    type: command\n    component: file:./comp.yml\n"
+                       f"    inputs:\n      data: {{type: uri_folder, path: {tmp_path / 'data'}}}\n")
+    ours = normalised(shown["request"]["body"], {}, set())
+    assert ours["jobType"] == "Pipeline" and list(ours["jobs"]) == ["outputs_check"]
+    assert ours == normalised(azure_body(by_hand), {}, set())

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from amldist.azure_sdk.code_snapshot import SnapshotPlan
 from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
+from amldist.backends.azureml import component_pipeline
 from amldist.backends.azureml.azure_calls import SIGN_IN_HINT, azure_call, require_azure
 from amldist.backends.azureml.workspace import Workspace
 from amldist.backends.base import Backend, JobRecord, Options, Plan
@@ -151,14 +152,19 @@ class AzureMLBackend(Backend):
         from amldist.rules.fabric import size_variables
 
         require_azure(need_identity=False)  # the snapshot and the body are azure-ai-ml's: one line, not a crash
+        sent_as = None
+        if component_pipeline.needs_pipeline(prepared):  # a value output: only a pipeline step takes one
+            sent_as = component_pipeline.note(prepared)
+            prepared = component_pipeline.as_one_step_pipeline(prepared, self.cwd or os.getcwd())
         if isinstance(prepared, PreparedPipeline):
             from amldist.backends.azureml import pipeline
 
-            return AzurePipelineJobPlan(pipeline.plan_pipeline(
-                prepared, options, environ=os.environ if self.environ is None else self.environ,
-                cwd=self.cwd or os.getcwd()))
+            planned = pipeline.plan_pipeline(prepared, options, environ=os.environ if self.environ is None else self.environ,
+                                             cwd=self.cwd or os.getcwd())
+            if sent_as:
+                planned.warnings.insert(0, sent_as)
+            return AzurePipelineJobPlan(planned)
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
-        _refuse_value_outputs(job, prepared.source)
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win
             job.environment_variables = {**sized, **(job.environment_variables or {})}
@@ -315,15 +321,3 @@ class AzureMLBackend(Backend):
 __all__ = ["SIGN_IN_HINT", "AzureMLBackend", "AzureOptions", "AzurePlan", "AzurePipelineJobPlan", "azure_call",
            "require_azure"]
 
-
-def _refuse_value_outputs(job, source) -> None:
-    """A component whose output is a value (a control output) runs locally as a job, but Azure ML
-    takes such an output only from a pipeline step: one line saying so, before azure-ai-ml's own."""
-    from amldist.model.kinds import value_outputs
-
-    names = value_outputs(getattr(job, "outputs", None))
-    if names:
-        raise UserError(f"{source}: output {names[0]!r} is a {job.outputs[names[0]]['type']} value (a pipeline's "
-                        "control output): Azure ML takes one only from a pipeline step, not from a command job",
-                        hint="run the component as the one step of a pipeline job (jobs: {step: {type: command, "
-                             "component: ./its.yml}})")
