@@ -167,7 +167,11 @@ def test_every_component_gets_a_job_body_from_the_dry_run(path, tmp_path):
             amldist_shown(path, given)
         return
     shown = amldist_shown(path, given)  # run as a job, its required inputs given
-    assert shown["request"]["body"]["properties"]["jobType"] == "Command"
+    from amldist.model.kinds import value_outputs
+
+    # a value (control) output: the one step of a pipeline job (amldist.backends.azureml.component_pipeline)
+    sent_as = "Pipeline" if value_outputs(read_document(path)[1].data.get("outputs")) else "Command"
+    assert shown["request"]["body"]["properties"]["jobType"] == sent_as
 
 
 def test_the_densenet_pipeline_keeps_its_components_environment_beside_a_shadowing_conda_file(tmp_path):
@@ -205,13 +209,15 @@ def _supplied_inputs(path: Path, spec: dict, folder: Path) -> list[str]:
         where = port.get("path", port.get("default"))
         kind = str(port.get("type", ""))
         local = isinstance(where, str) and paths.is_local(where) and (path.parent / where).exists()
-        if kind.startswith("uri_") or kind in ("mltable", "custom_model", "mlflow_model"):
+        if kind.startswith("uri_") or kind in ("mltable", "custom_model", "mlflow_model", "path"):
             if not local:
                 target = folder / name
                 target.mkdir(exist_ok=True) if kind != "uri_file" else target.write_text("x\n")
                 given.append(f"{name}={target}")
         elif port.get("value", port.get("default")) is None and kind:
-            given.append(f"{name}={'1' if kind in ('integer', 'number') else 'true' if kind == 'boolean' else 'x'}")
+            value = port["enum"][0] if port.get("enum") else (
+                "1" if kind in ("integer", "number") else "true" if kind == "boolean" else "x")
+            given.append(f"{name}={value}")
     return given
 
 
