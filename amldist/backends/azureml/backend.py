@@ -159,8 +159,8 @@ class AzureMLBackend(Backend):
         if isinstance(prepared, PreparedPipeline):
             from amldist.backends.azureml import pipeline
 
-            planned = pipeline.plan_pipeline(prepared, options, environ=os.environ if self.environ is None else self.environ,
-                                             cwd=self.cwd or os.getcwd())
+            environ = os.environ if self.environ is None else self.environ
+            planned = pipeline.plan_pipeline(prepared, options, environ=environ, cwd=self.cwd or os.getcwd())
             if sent_as:
                 planned.warnings.insert(0, sent_as)
             return AzurePipelineJobPlan(planned)

@@ -55,9 +55,9 @@ def as_one_step_pipeline(prepared: Prepared, cwd: str) -> PreparedPipeline:
 
 def note(prepared: Prepared) -> str:
     """The line the dry run and the submission show about the change of kind."""
-    return (f"{prepared.source} is sent as the one step of a pipeline job: its output "
-            f"{', '.join(repr(n) for n in value_outputs(prepared.job.outputs))} carries a value, which Azure ML takes only from a "
-            "pipeline step, not from a command job")
+    names = ", ".join(repr(name) for name in value_outputs(prepared.job.outputs))
+    return (f"{prepared.source} is sent as the one step of a pipeline job: its output {names} carries a value, "
+            "which Azure ML takes only from a pipeline step, not from a command job")
 
 
 def _step_name(source: str) -> str:
