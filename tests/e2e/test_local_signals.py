@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from amldist.backends.local import supervisor
+from amldist.backends.local import run_folder, supervisor
 from amldist.backends.local.plan import plan
 from amldist.submit.prepare import prepare
 from amldist.submit.prepared import SubmitOptions
@@ -116,7 +116,7 @@ def test_a_signal_during_the_code_copy_removes_the_partial_run_folder(tmp_path, 
     path = worker_job(tmp_path, mode="ok")
     for i in range(20):
         (tmp_path / "src" / f"data_{i}.txt").write_text("x" * 100)
-    real_copy = supervisor.copy_code
+    real_copy = run_folder.copy_code
 
     def copy_then_signal(source, dest, **kw):  # the real copy, and a real signal to this process
         count = real_copy(source, dest, **kw)
@@ -124,7 +124,7 @@ def test_a_signal_during_the_code_copy_removes_the_partial_run_folder(tmp_path, 
         time.sleep(5)  # the handler interrupts this long before it ends
         return count
 
-    monkeypatch.setattr(supervisor, "copy_code", copy_then_signal)
+    monkeypatch.setattr(run_folder, "copy_code", copy_then_signal)
     p = plan(prepare(str(path)), SubmitOptions(run_root=str(tmp_path / "runs"), status_line=False))
     err = io.StringIO()
     handler_before = signal.getsignal(sig)

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,17 +32,13 @@ from amldist.backends.local.plan import LocalPlan
 from amldist.backends.local.log_stream import LogFollower
 from amldist.backends.local.process_groups import (RUN_MARKER, Subreaper, Watchdog, die_with_parent, stop_adopted,
                                                    stop_marked, stop_sessions)
-from amldist.backends.local.code_copy import copy_code, copy_includes
 from amldist.backends.local.run_console import CopyProgress, end_lines
+from amldist.backends.local.run_folder import fill_job_and_code, new_run_folder, python_wrappers
 from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
-from amldist.rules.runtime_bundle import RUNS_DIR, add_runtime
-from amldist.errors import UserError
-from amldist.model.files import create_file, make_folder
 
 TAIL_LINES = 20
 POLL_SECONDS = 0.02
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-GITIGNORE = "# run folders of amldist submit --local (written by amldist)\n*\n"
 
 
 class Interrupted(BaseException):
@@ -56,62 +50,19 @@ class Interrupted(BaseException):
 
 
 def prepare_folder(p: LocalPlan) -> None:
-    """Create the run folder: job.yml, the code snapshot, outputs/ and user_logs/; a failure or a
-    signal half way removes it again (a partial snapshot is never left for a later run)."""
-    try:
-        os.makedirs(os.path.dirname(p.run_dir), exist_ok=True)
-        ignore_runs(os.path.dirname(p.run_dir))
-        os.mkdir(p.run_dir, 0o700)  # fails if another run took the name meanwhile: never reuse a folder; own user only
-    except FileExistsError:
-        raise UserError(f"a local run named {p.job_name!r} already exists",
-                        hint="pass --name NEW, or leave the name out") from None
-    try:
-        fill_folder(p)
-    except BaseException:
-        shutil.rmtree(p.run_dir, ignore_errors=True)
-        raise
+    """Create the run folder: job.yml, the code snapshot, outputs/ and user_logs/ (see
+    :func:`amldist.backends.local.run_folder.new_run_folder`)."""
+    new_run_folder(p.run_dir, f"a local run named {p.job_name!r} already exists",
+                   "pass --name NEW, or leave the name out", lambda: _fill_folder(p))
 
 
-def ignore_runs(run_root: str) -> None:
-    """A ``.gitignore`` that keeps run folders out of git, written only in the ``.amldist/`` folder
-    holding the run root (the default ``.amldist/runs``): anywhere else a ``*`` would hide a
-    repository's own files from git. An existing file (or link) there is left alone, never written
-    through."""
-    parent = os.path.dirname(os.path.abspath(run_root))
-    if os.path.basename(parent) == RUNS_DIR:
-        create_file(parent, os.path.join(parent, ".gitignore"), GITIGNORE)
-
-
-def python_wrappers(p: LocalPlan) -> None:
-    """``<run>/bin/python`` and ``python3``: scripts that exec the plan's interpreter (a script, not a
-    link: a link would hide a venv's ``pyvenv.cfg`` from the interpreter it points to)."""
-    folder = os.path.join(p.run_dir, "bin")
-    os.makedirs(folder)
-    for name in ("python", "python3"):
-        path = os.path.join(folder, name)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(f'#!/bin/sh\nexec {shlex.quote(p.python)} "$@"\n')
-        os.chmod(path, 0o755)
-
-
-def fill_folder(p: LocalPlan) -> None:
+def _fill_folder(p: LocalPlan) -> None:
     if p.python:
         python_wrappers(p)
-    # 0600 from the start (not chmod after writing): job.yml is the job as run, secrets masked
-    job_file = os.open(os.path.join(p.run_dir, "job.yml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with open(job_file, "w", encoding="utf-8") as fh:
-        fh.write(p.job_yaml)
-    if p.code_source:
-        progress = CopyProgress(os.path.relpath(p.code_source), sys.stderr)  # shown for a large folder only
-        copy_code(p.code_source, p.code_dir, skip=(os.path.dirname(p.run_dir),), progress=progress)
+    progress = CopyProgress(os.path.relpath(p.code_source), sys.stderr) if p.code_source else None
+    fill_job_and_code(p, progress)  # a large folder's copy shows its progress
+    if progress is not None:
         progress.done()
-    else:
-        os.makedirs(p.code_dir)
-    copy_includes(p.includes, p.code_dir)  # a component's additional_includes, as on Azure ML
-    if p.add_runtime:
-        add_runtime(p.code_dir)
-    for path, out_type in p.outputs.values():  # each checked to stay in the run folder, whatever its name
-        make_folder(p.run_dir, os.path.dirname(path) if out_type == "uri_file" else path)
     os.makedirs(p.log_dir)
 
 

@@ -13,13 +13,10 @@ import shutil
 import time
 
 from amldist.backends.local import launchers
-from amldist.backends.local.code_copy import copy_code, copy_includes
-from amldist.backends.local.supervisor import ignore_runs, python_wrappers
+from amldist.backends.local.run_folder import fill_job_and_code, new_run_folder, python_wrappers
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan
 from amldist.errors import UserError
-from amldist.model.files import make_folder
-from amldist.rules.runtime_bundle import add_runtime
 
 
 def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
@@ -42,34 +39,16 @@ def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
 
 
 def fill_run_folder(p: SlurmJobPlan) -> None:
-    """The run folder as the module docstring lists it: never one that exists already, and removed again
-    when making it fails half way (a partial snapshot is never submitted later)."""
-    os.makedirs(os.path.dirname(p.run_dir), exist_ok=True)
-    ignore_runs(os.path.dirname(p.run_dir))  # .amldist/.gitignore, as for local runs
-    try:
-        os.mkdir(p.run_dir, 0o700)
-    except FileExistsError:
-        raise UserError(f"a Slurm run named {p.job_name!r} already exists", hint="pass --name NEW") from None
-    try:
-        _fill(p)
-    except BaseException:
-        shutil.rmtree(p.run_dir, ignore_errors=True)
-        raise
+    """The run folder as the module docstring lists it, made as a local run's is
+    (:func:`amldist.backends.local.run_folder.new_run_folder`)."""
+    new_run_folder(p.run_dir, f"a Slurm run named {p.job_name!r} already exists", "pass --name NEW",
+                   lambda: _fill(p))
 
 
 def _fill(p: SlurmJobPlan) -> None:
     for sub in ("user_logs", "state"):
         os.makedirs(os.path.join(p.run_dir, sub))
     python_wrappers(p)  # bin/python: the plan's interpreter in every task, as locally
-    job_file = os.open(os.path.join(p.run_dir, "job.yml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with open(job_file, "w", encoding="utf-8") as fh:
-        fh.write(p.job_yaml)
-    code = os.path.join(p.run_dir, "code")
-    copy_code(p.code_source, code, skip=(os.path.dirname(p.run_dir),)) if p.code_source else os.makedirs(code)
-    copy_includes(p.includes, code)  # a component's additional_includes, laid out as Azure ML lays them out
-    if p.add_runtime:
-        add_runtime(code)
-    for path, out_type in p.outputs.values():  # each checked to stay in the run folder, as locally
-        make_folder(p.run_dir, os.path.dirname(path) if out_type == "uri_file" else path)
+    fill_job_and_code(p)
     with open(os.path.join(p.run_dir, "job.sbatch"), "w", encoding="utf-8") as fh:
         fh.write(p.script)
