@@ -38,7 +38,7 @@ def test_cancel_from_another_terminal_leaves_no_process(tmp_path, dist):
         stop_amldist(proc, tmp_path / "pids")
         raise
     assert canceled.returncode == 0, canceled.stderr
-    assert canceled.stdout.strip() == "job long: Canceled"
+    assert canceled.stdout.strip() == "job long: Canceled", (canceled.stderr, proc.returncode, err[-2000:])
     assert survivors(recorded_pids(tmp_path / "pids")) == []
     assert proc.returncode == 143, err  # the supervisor's own shutdown path
     assert "job long was canceled (amldist job cancel)" in err and "stopped by SIGTERM" not in err

@@ -25,12 +25,13 @@ The verbs mirror ``az ml job``:
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import sys
 import time
 
-from amldist.backends.base import RUNNING, TERMINAL, JobRecord
+from amldist.backends.base import FAILED, RUNNING, TERMINAL, JobRecord
 from amldist.backends.local import proc, run_state
 from amldist.backends.local.download import copy_tree
 from amldist.backends.local.records import StateError, read_record
@@ -132,31 +133,31 @@ def cancel(run_root: str, name: str, *, wait: bool = True, timeout: float = 60.0
     if run.status != RUNNING:  # a process that does not prove to be the run's makes it read Failed
         print(f"job {name} is already {run.status}; nothing to cancel", file=err)
         return run
-    run_dir = run.details["run_dir"]
+    run_dir, pid = run.details["run_dir"], run.details["pid"]
     run_state.request_cancel(run_dir)
-    if not _signal_own(run.details["pid"], run.details["pid_start_time"], run_dir, name):
-        return get_run(run_root, name)
-    if not wait:
-        return run
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = get_run(run_root, name)
-        if run.status in TERMINAL:
-            return run
-        time.sleep(0.05)
-    raise UserError(f"job {name} was sent SIGTERM but has not ended after {timeout:.0f}s",
-                    hint=f"'amldist job show {name}' tells when it has", exit_code=1)
-
-
-def _signal_own(pid: int, started: int, run_dir: str, name: str) -> bool:
-    """SIGTERM ``pid`` if it proves to be the run's own; a pidfd holds it between the proof and the
-    signal, so a pid reused meanwhile is never reached. False when it is gone or not the run's."""
+    handle = _pidfd(pid)
     try:
-        handle = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
-    except ProcessLookupError:
-        return False
-    except OSError:
-        handle = None
+        if not _signal_own(handle, pid, run.details["pid_start_time"], run_dir, name):
+            return get_run(run_root, name)
+        if not wait:
+            return run
+        return _wait_for_end(run_root, name, handle, timeout)
+    finally:
+        if handle is not None:
+            os.close(handle)
+
+
+def _pidfd(pid) -> int | None:
+    """A descriptor that holds ``pid`` (so a pid reused meanwhile is never reached), None without one."""
+    try:
+        return os.pidfd_open(pid) if hasattr(os, "pidfd_open") and proc.is_pid(pid) else None
+    except OSError:  # gone already (the proof then fails), or a kernel without pidfd_open
+        return None
+
+
+def _signal_own(handle: int | None, pid: int, started: int, run_dir: str, name: str) -> bool:
+    """SIGTERM ``pid`` if it proves to be the run's own; ``handle`` (its pidfd) holds it between the
+    proof and the signal. False when it is gone or not the run's."""
     try:
         if not proc.belongs_to_run(pid, started, run_dir):
             return False
@@ -169,9 +170,30 @@ def _signal_own(pid: int, started: int, run_dir: str, name: str) -> bool:
         return False
     except PermissionError:
         raise UserError(f"job {name} runs as another user (pid {pid}); amldist cannot stop it", exit_code=1) from None
-    finally:
-        if handle is not None:
-            os.close(handle)
+
+
+def _wait_for_end(run_root: str, name: str, handle: int | None, timeout: float) -> JobRecord:
+    """The record once the run has ended. A ``Failed`` read while the pidfd says the process still
+    runs is not the end: the reader's proof of life can miss for a moment while the run records
+    its end, so the end is what the run wrote, read once its process has exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        exited = _exited(handle, 0.05)
+        run = get_run(run_root, name)
+        if run.status in TERMINAL and (run.status != FAILED or exited is not False):
+            return run
+    raise UserError(f"job {name} was sent SIGTERM but has not ended after {timeout:.0f}s",
+                    hint=f"'amldist job show {name}' tells when it has", exit_code=1)
+
+
+def _exited(handle: int | None, seconds: float) -> bool | None:
+    """Whether the process behind ``handle`` has exited, waiting up to ``seconds``; None without a handle."""
+    if handle is None:
+        time.sleep(seconds)
+        return None
+    poller = select.poll()
+    poller.register(handle, select.POLLIN)
+    return bool(poller.poll(seconds * 1000))
 
 
 # --- download --------------------------------------------------------------------------------

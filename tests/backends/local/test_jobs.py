@@ -124,6 +124,33 @@ def test_a_run_that_ends_between_the_read_and_the_proof_reads_as_its_end(tmp_pat
     assert (record.status, record.stopped_by) == ("Canceled", "amldist job cancel")
 
 
+def test_cancel_waits_for_the_process_before_it_believes_a_failed_reading(tmp_path):
+    """While the run's process still runs (its pidfd says so), a ``Failed`` read (a proof of life that
+    missed) is not the end: cancel waits, and returns what the run then writes."""
+    import subprocess
+    import sys
+
+    if not hasattr(os, "pidfd_open"):
+        pytest.skip("needs pidfd_open (Linux 5.3+)")
+    run_dir = tmp_path / "runs" / "ending"
+    run_dir.mkdir(parents=True)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.6)"])
+    state = {"name": "ending", "status": "Running", "pid": child.pid, "pid_start_time": 1,  # never proven alive
+             "start_time": run_state.now_iso(), "ranks": [], "outputs": {}}
+    run_state.write_state(str(run_dir), state)
+    assert jobs.get_run(str(tmp_path / "runs"), "ending").status == "Failed"  # what a reader sees meanwhile
+    writer = threading.Timer(0.3, lambda: run_state.write_state(str(run_dir), {**state, "status": "Canceled"}))
+    writer.start()
+    handle = os.pidfd_open(child.pid)
+    try:
+        record = jobs._wait_for_end(str(tmp_path / "runs"), "ending", handle, timeout=10)
+    finally:
+        os.close(handle)
+        writer.join()
+        child.wait()
+    assert record.status == "Canceled"
+
+
 def test_logs_one_rank_all_ranks_and_download(tmp_path):
     code, _, _ = run(tmp_path, "ok", name="done")
     assert code == 0
