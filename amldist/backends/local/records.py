@@ -74,9 +74,7 @@ def read_record(run_dir: str) -> JobRecord | None:
     the owner writes its end *before* it lets go of the run folder, so the file read before the
     proof failed may predate an end that is on disk now (a cancel that polls while the run ends)."""
     record = _read_once(run_dir)
-    if record is not None and record.status == RUNNING and not alive(record):
-        record = _read_once(run_dir)
-    return None if record is None else effective(record)
+    return None if record is None else effective(record, reread=lambda: _read_once(run_dir))
 
 
 def _read_once(run_dir: str) -> JobRecord | None:
@@ -98,15 +96,19 @@ def alive(record: JobRecord) -> bool:
     return proc.belongs_to_run(details.get("pid"), details.get("pid_start_time"), details["run_dir"])
 
 
-def effective(record: JobRecord) -> JobRecord:
+def effective(record: JobRecord, reread=None) -> JobRecord:
     """``record`` as a reader should see it: a ``Running`` run whose own process is gone is ``Failed``
-    (nothing will ever record its end)."""
+    (nothing will ever record its end). ``reread()``, when given, reads the file again before that
+    verdict (see :func:`read_record`); the proof of life runs once on a live run."""
     import dataclasses
 
     if record.status != RUNNING:
         return record
     if alive(record):
         return dataclasses.replace(record, duration_seconds=_since(record.start_time))
+    again = reread() if reread is not None else None
+    if again is not None:
+        return effective(again)
     return dataclasses.replace(record, status=FAILED,
                                error="amldist stopped without recording the end of the run (killed or crashed)")
 

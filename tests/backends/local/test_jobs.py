@@ -124,6 +124,21 @@ def test_a_run_that_ends_between_the_read_and_the_proof_reads_as_its_end(tmp_pat
     assert (record.status, record.stopped_by) == ("Canceled", "amldist job cancel")
 
 
+def test_a_live_run_is_proven_alive_once_per_read(tmp_path, monkeypatch):
+    """The /proc proof runs once for a live run (job list and cancel's polling read every run)."""
+    from amldist.backends.local import records
+
+    run_dir = tmp_path / "runs" / "live"
+    run_dir.mkdir(parents=True)
+    run_state.write_state(str(run_dir), {"name": "live", "status": "Running", "pid": os.getpid(),
+                                         "pid_start_time": 1, "start_time": run_state.now_iso(),
+                                         "ranks": [], "outputs": {}})
+    calls = []
+    monkeypatch.setattr(records, "alive", lambda record: calls.append(record) or True)
+    assert jobs.get_run(str(tmp_path / "runs"), "live").status == "Running"
+    assert len(calls) == 1
+
+
 def test_cancel_waits_for_the_process_before_it_believes_a_failed_reading(tmp_path):
     """While the run's process still runs (its pidfd says so), a ``Failed`` read (a proof of life that
     missed) is not the end: cancel waits, and returns what the run then writes."""
