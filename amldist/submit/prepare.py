@@ -65,7 +65,7 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
         from amldist.submit.pipeline import prepare_pipeline
 
         return prepare_pipeline(file, doc, text, sets=sets, inputs=inputs, cwd=cwd, instance_count=instance_count,
-                                process_count_per_instance=process_count_per_instance, check=_check)
+                                process_count_per_instance=process_count_per_instance, check=check_findings)
     kept: list = []
     includes: tuple = ()
 
@@ -75,18 +75,18 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
         _apply_counts(data, instance_count, process_count_per_instance, file)
         # The text locates findings inside the command; only valid while --set left the command alone.
         same_command = data.get("command") == doc.data.get("command")
-        _check(file, validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir, doc=doc,
+        check_findings(file, validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir, doc=doc,
                                    text=text if same_command else None), kept)
         job = from_data(data, file=file)
     else:
-        _check(file, validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text), kept)
+        check_findings(file, validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text), kept)
         spec = from_data(doc.data, file=file)
         includes = _includes(spec, base_dir, file)
         job = _as_job(spec, base_dir, input_values, instance_count, process_count_per_instance)
         if sets:
             data = overrides.apply_sets(job.to_dict(), sets)
             as_job = f"{file} (run as a job, after --set)"
-            _check(as_job, validate_data(data, as_job, kind=COMMAND_JOB, base_dir=base_dir), kept)
+            check_findings(as_job, validate_data(data, as_job, kind=COMMAND_JOB, base_dir=base_dir), kept)
             job = from_data(data, file=file)
     _normalise(job)
     return Prepared(job=job, source=file, base_dir=base_dir, warnings=_once_per_input(kept), code_includes=includes)
@@ -108,7 +108,7 @@ def _once_per_input(diagnostics: list) -> list:
     return [d for i, d in enumerate(diagnostics) if last[key(d)] == i]
 
 
-def _check(file: str, diagnostics: list, kept: list) -> None:
+def check_findings(file: str, diagnostics: list, kept: list) -> None:
     """Raise :class:`SpecInvalid` on any error; otherwise keep the warnings and notes."""
     if errors_in(diagnostics):
         raise SpecInvalid(file, diagnostics)

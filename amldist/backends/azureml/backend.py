@@ -320,4 +320,3 @@ class AzureMLBackend(Backend):
 
 __all__ = ["SIGN_IN_HINT", "AzureMLBackend", "AzureOptions", "AzurePlan", "AzurePipelineJobPlan", "azure_call",
            "require_azure"]
-

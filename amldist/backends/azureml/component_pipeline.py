@@ -32,7 +32,7 @@ def as_one_step_pipeline(prepared: Prepared, cwd: str) -> PreparedPipeline:
     """``prepared`` (a component run as a job) as a pipeline job whose one step is the component."""
     from amldist.model.yamlio import dump_yaml, load_yaml
     from amldist.submit.pipeline import prepare_pipeline
-    from amldist.submit.prepare import _check  # prepare's own rule: raise on an error, keep the warnings
+    from amldist.submit.prepare import check_findings  # prepare's rule: raise on an error, keep the warnings
 
     job = prepared.job
     step: dict = {"type": "command", "component": "file:./" + os.path.basename(prepared.source)}
@@ -50,7 +50,7 @@ def as_one_step_pipeline(prepared: Prepared, cwd: str) -> PreparedPipeline:
             data[field] = getattr(job, field)
     data["jobs"] = {_step_name(prepared.source): step}
     text = dump_yaml(data)
-    return prepare_pipeline(prepared.source, load_yaml(text), text, cwd=cwd, check=_check)
+    return prepare_pipeline(prepared.source, load_yaml(text), text, cwd=cwd, check=check_findings)
 
 
 def note(prepared: Prepared) -> str:
