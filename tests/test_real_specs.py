@@ -167,10 +167,9 @@ def test_every_component_gets_a_job_body_from_the_dry_run(path, tmp_path):
             amldist_shown(path, given)
         return
     shown = amldist_shown(path, given)  # run as a job, its required inputs given
-    from amldist.model.kinds import value_outputs
-
-    # a value (control) output: the one step of a pipeline job (amldist.backends.azureml.component_pipeline)
-    sent_as = "Pipeline" if value_outputs(read_document(path)[1].data.get("outputs")) else "Command"
+    # a control output (the spec says is_control): the one step of a pipeline job (backends/azureml/component_pipeline)
+    outputs = read_document(path)[1].data.get("outputs") or {}
+    sent_as = "Pipeline" if any(isinstance(o, dict) and o.get("is_control") for o in outputs.values()) else "Command"
     assert shown["request"]["body"]["properties"]["jobType"] == sent_as
 
 

@@ -92,3 +92,23 @@ def test_the_ignore_file_is_read_with_gits_full_syntax(tmp_path):
     copy_code(str(src), str(tmp_path / "copy2"))
     assert (tmp_path / "copy2" / "data" / "a" / "b" / "big.bin").exists()
     assert not (tmp_path / "copy2" / "notes.md").exists()
+
+
+def test_a_run_folder_is_new_one_line_when_it_cannot_be_and_gone_when_filling_fails(tmp_path):
+    from amldist.backends.local.run_folder import new_run_folder
+
+    (tmp_path / "runs").write_text("a file where the run root should be")
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        new_run_folder(str(tmp_path / "runs" / "a"), "taken", "hint", lambda: None)
+    root = tmp_path / "root"
+    (root / "b").mkdir(parents=True)
+    with pytest.raises(UserError, match="^taken$"):
+        new_run_folder(str(root / "b"), "taken", "hint", lambda: None)
+
+    def fill_then_fail():
+        (root / "c" / "half").write_text("x")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        new_run_folder(str(root / "c"), "taken", "hint", fill_then_fail)
+    assert not (root / "c").exists()
