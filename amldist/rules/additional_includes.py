@@ -12,7 +12,7 @@ azure-ai-ml 1.35.2 reads it (``azure/ai/ml/entities/_component/_additional_inclu
   cannot fetch it, and refuses it naming the entry.
 
 :func:`resolve` answers what to add; the local backend copies it
-(:func:`amldist.backends.local.code_copy.copy_includes`).
+(:func:`amldist.engine.code_copy.copy_includes`).
 """
 
 from __future__ import annotations

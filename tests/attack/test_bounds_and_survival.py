@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from amldist.backends.local.log_stream import MAX_LINE, LogFollower
+from amldist.engine.log_stream import MAX_LINE, LogFollower
 from tests.attack.limits import amldist
 from tests.conftest import ROOT
 

@@ -85,7 +85,7 @@ def test_the_mpi_trainer_component_trains_on_two_nodes_of_two(tmp_path):
 def test_each_rank_under_mpirun_gets_its_own_nodes_gpus(rank, gpus):
     import subprocess
 
-    from amldist.backends.local import launchers
+    from amldist.engine import launchers
 
     layout = launchers.mpi_layout(2, 2)
     launchers.assign_gpus(layout, ["0", "1", "2", "3"])

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from amldist.backends.local import run_folder, supervisor
+from amldist.backends.local import supervisor
+from amldist.engine import run_folder
 from amldist.backends.local.plan import plan
 from amldist.submit.prepare import prepare
 from amldist.submit.prepared import SubmitOptions

@@ -47,7 +47,7 @@ def test_pytorch_ddp_sample_trains_on_2_nodes_x_2_processes(cli, here):
 
 @pytest.mark.parametrize("extra, world, collective", [((), 2, True), (("--instance-count", "2"), 4, True)])
 def test_mpi_sample(cli, here, extra, world, collective):
-    """2 emulated nodes are one mpirun world (backends/local/launchers.py): the all-reduce spans them."""
+    """2 emulated nodes are one mpirun world (engine/launchers.py): the all-reduce spans them."""
     code, _out, err = cli("submit", str(SAMPLES / "mpi" / "job.yml"), "--local", *extra)
     (run,) = run_folders(here)
     logs = {p.name: p.read_text() for p in (run / "user_logs").glob("std_log_process_*.txt")}

@@ -69,7 +69,7 @@ def test_local_backend_reads_quoted_optional_words(tmp_path):
 
 
 def test_local_backend_fills_dotted_input_names():
-    from amldist.backends.local.command import render
+    from amldist.engine.command import render
 
     command = "echo $[[--n ${{inputs.group.n}}]] ${{inputs.group.s}}"
     unset = render(command, {"inputs.group.n": None, "inputs.group.s": "x y"})

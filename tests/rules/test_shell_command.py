@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from amldist.backends.local.command import render
+from amldist.engine.command import render
 from amldist.errors import UserError
 from amldist.rules import placeholders
 from amldist.rules.shell_command import contexts

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amldist.backends.local.command import render
+from amldist.engine.command import render
 from amldist.errors import UserError
 from amldist.rules.shell_values import SUBSCRIPT_COMMAND
 

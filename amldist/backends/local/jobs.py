@@ -33,7 +33,7 @@ import time
 
 from amldist.backends.base import FAILED, RUNNING, TERMINAL, JobRecord
 from amldist.backends.local import proc, run_state
-from amldist.backends.local.download import copy_tree
+from amldist.engine.download import copy_tree
 from amldist.backends.local.records import StateError, read_record
 from amldist.backends.local.run_state import exit_code_text
 from amldist.errors import UserError
@@ -244,7 +244,7 @@ def _copy_logs(run: JobRecord, target: str) -> list[str]:
 
 def _copy(source: str, target: str) -> None:
     """A folder's tree (links copied as links, never followed), or a file into ``target``."""
-    try:  # never through a link already in the destination, every path checked inside it (local.download)
+    try:  # never through a link already in the destination, every path checked inside it (engine.download)
         copy_tree(source, target)
     except (OSError, shutil.Error) as exc:
         detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc

@@ -13,7 +13,7 @@ import time
 
 from amldist.backends.base import RUNNING, JobRecord
 from amldist.backends.local.jobs import get_run, get_step
-from amldist.backends.local.log_stream import LogFollower
+from amldist.engine.log_stream import LogFollower
 from amldist.backends.local.records import read_record
 from amldist.errors import UserError
 
@@ -72,7 +72,7 @@ def logs(run_root: str, name: str, *, step: str | None = None, rank: int | None 
 
 
 class _Reader:
-    """Where each log was read to, so that every line is printed once: :mod:`amldist.backends.local.log_stream`
+    """Where each log was read to, so that every line is printed once: :mod:`amldist.engine.log_stream`
     reads chunks, keeps an unfinished line in memory (never read again) and writes a single log as written."""
 
     def __init__(self, out):

@@ -36,7 +36,7 @@ from amldist.backends.local.plan import LocalPlan, describe, job_name, plan
 from amldist.backends.local.process_groups import die_with_parent
 from amldist.backends.local.records import step_exit_code
 from amldist.backends.local.run_state import STEP_STATUS, PipelineState, write_state
-from amldist.backends.local.run_folder import ignore_runs
+from amldist.engine.run_folder import ignore_runs
 from amldist.backends.local.supervisor import STOP_SIGNALS, launch, say
 from amldist.errors import UserError
 from amldist.rules.secrets import mask_tree

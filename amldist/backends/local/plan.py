@@ -18,7 +18,7 @@ one is an error, as a duplicate job name is on Azure; generated names are new ea
 Launchers (what each process sees is described in ``local_env``): ``pytorch`` starts
 instance_count x process_count_per_instance processes; ``tensorflow`` one per worker and
 parameter server; ``mpi`` runs the real ``mpirun`` (Open MPI) with one process per rank, the
-emulated nodes as hosts of one MPI world (:func:`amldist.backends.local.launchers.mpirun_node_args`).
+emulated nodes as hosts of one MPI world (:func:`amldist.engine.launchers.mpirun_node_args`).
 When ``mpirun`` is missing, amldist starts the processes itself with the OMPI_* values each would
 see on its own node (MPI_Init then sees a world of one per process), with a note.
 The ``environment:`` is not built locally: the command runs with this machine's tools.
@@ -34,10 +34,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from amldist.backends.local import launchers as envs
-from amldist.backends.local.code_copy import ALWAYS_SKIPPED, check_code_source
-from amldist.backends.local.command import literal_text
-from amldist.backends.local.job_values import job_command
+from amldist.engine import launchers as envs
+from amldist.engine.code_copy import ALWAYS_SKIPPED, check_code_source
+from amldist.engine.command import literal_text
+from amldist.engine.job_values import job_command
 from amldist.rules.fabric import size_variables
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
@@ -220,7 +220,7 @@ def mpi_processes(layout: envs.Layout, ranks: list[RankSpec], launcher: str | No
 def mpirun_process(mpirun: str, ranks: list[RankSpec], shell: str, command: str, env: dict, cwd: str,
                    log_dir: str, layout: envs.Layout) -> RankSpec:
     """One ``mpirun`` for an MPI job, its emulated nodes as hosts of one world when there are several
-    (:func:`amldist.backends.local.launchers.mpirun_node_args`). Each rank sends its output to its
+    (:func:`amldist.engine.launchers.mpirun_node_args`). Each rank sends its output to its
     own Azure-named log (``exec >log``, the rank number read from OMPI_COMM_WORLD_RANK); mpirun's
     own messages go to ``user_logs/mpi_log.txt`` as on Azure."""
     world = len(ranks)

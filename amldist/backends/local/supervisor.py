@@ -29,11 +29,11 @@ import threading
 import time
 
 from amldist.backends.local.plan import LocalPlan
-from amldist.backends.local.log_stream import LogFollower
+from amldist.engine.log_stream import LogFollower
 from amldist.backends.local.process_groups import (RUN_MARKER, Subreaper, Watchdog, die_with_parent, stop_adopted,
                                                    stop_marked, stop_sessions)
 from amldist.backends.local.run_console import CopyProgress, end_lines
-from amldist.backends.local.run_folder import fill_job_and_code, new_run_folder, python_wrappers
+from amldist.engine.run_folder import fill_job_and_code, new_run_folder, python_wrappers
 from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
 
 TAIL_LINES = 20
@@ -51,7 +51,7 @@ class Interrupted(BaseException):
 
 def prepare_folder(p: LocalPlan) -> None:
     """Create the run folder: job.yml, the code snapshot, outputs/ and user_logs/ (see
-    :func:`amldist.backends.local.run_folder.new_run_folder`)."""
+    :func:`amldist.engine.run_folder.new_run_folder`)."""
     new_run_folder(p.run_dir, f"a local run named {p.job_name!r} already exists",
                    "pass --name NEW, or leave the name out", lambda: _fill_folder(p))
 

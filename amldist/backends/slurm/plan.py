@@ -4,7 +4,7 @@ Built from the same typed job as the other backends (:class:`~amldist.submit.pre
 ``resources.instance_count`` gives ``--nodes``, ``distribution.process_count_per_instance`` the tasks
 per node, ``resources.instance_type`` the GPUs per node (when it names a GPU size), ``limits.timeout``
 (or ``--time``) ``--time``; the command, its inputs, outputs and ``environment_variables`` are filled in
-by the local backend's rule (:func:`amldist.backends.local.job_values.job_command`), so values reach
+by the local backend's rule (:func:`amldist.engine.job_values.job_command`), so values reach
 the command as they do locally, with the same safety. Nothing is started, written or sent.
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from amldist.backends.base import Options, Plan
-from amldist.backends.local import launchers
-from amldist.backends.local.job_values import job_command
+from amldist.engine import launchers
+from amldist.engine.job_values import job_command
 from amldist.backends.local.plan import code_folder, find_mpirun, job_name, rerunnable_yaml, resolve_inputs
 from amldist.backends.slurm import script
 from amldist.errors import UserError

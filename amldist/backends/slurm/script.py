@@ -1,7 +1,7 @@
 """The sbatch script of a job: pure text built from the typed job, nothing started or written.
 
 What each task sees is what Azure ML's launcher gives a process on node k (the same names and
-values as ``amldist submit --local``, :mod:`amldist.backends.local.launchers`), computed from
+values as ``amldist submit --local``, :mod:`amldist.engine.launchers`), computed from
 Slurm's own variables inside the allocation:
 
 - ``pytorch``: ``srun`` starts nodes x process_count_per_instance tasks; each gets RANK
@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from amldist.backends.local.launchers import process_log_name, rank_digits
+from amldist.engine.launchers import process_log_name, rank_digits
 
 PORT_PICKER = 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 # Variables Slurm sets in a task that Azure ML's processes do not have (ENVIRONMENT=BATCH is sbatch's).

@@ -12,8 +12,8 @@ import os
 import shutil
 import time
 
-from amldist.backends.local import launchers
-from amldist.backends.local.run_folder import fill_job_and_code, new_run_folder, python_wrappers
+from amldist.engine import launchers
+from amldist.engine.run_folder import fill_job_and_code, new_run_folder, python_wrappers
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan
 from amldist.errors import UserError
@@ -40,7 +40,7 @@ def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
 
 def fill_run_folder(p: SlurmJobPlan) -> None:
     """The run folder as the module docstring lists it, made as a local run's is
-    (:func:`amldist.backends.local.run_folder.new_run_folder`)."""
+    (:func:`amldist.engine.run_folder.new_run_folder`)."""
     new_run_folder(p.run_dir, f"a Slurm run named {p.job_name!r} already exists", "pass --name NEW",
                    lambda: _fill(p))
 

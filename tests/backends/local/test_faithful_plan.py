@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from amldist.backends.local import launchers
+from amldist.engine import launchers
 from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
 from amldist.model import loads

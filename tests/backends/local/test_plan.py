@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from amldist.submit.prepared import Prepared, SubmitOptions
-from amldist.backends.local.launchers import python_path
+from amldist.engine.launchers import python_path
 from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
 from amldist.model import loads

@@ -9,7 +9,7 @@ import re
 import subprocess
 
 from amldist.backends.local import run_console
-from amldist.backends.local.code_copy import copy_code
+from amldist.engine.code_copy import copy_code
 from amldist.backends.local.run_console import CopyProgress, logs_command
 
 from tests.backends.local.helpers import amldist_cmd, write_job

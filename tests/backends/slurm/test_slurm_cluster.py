@@ -99,7 +99,7 @@ def test_a_held_out_jobs_ranks_see_the_same_variables_as_locally(on_cluster, cli
 def test_an_mpi_job_is_one_world_of_four_across_the_nodes(on_cluster, cli, tmp_path, monkeypatch):
     pytest.importorskip("mpi4py")
     # both slurmd run on this one host: Open MPI's shared-memory transport and its hierarchical collectives
-    # would take the two nodes for one (see amldist.backends.local.launchers.mpirun_node_args)
+    # would take the two nodes for one (see amldist.engine.launchers.mpirun_node_args)
     monkeypatch.setenv("OMPI_MCA_btl", "tcp,self")
     monkeypatch.setenv("OMPI_MCA_coll", "^han")
     (tmp_path / "src").mkdir()

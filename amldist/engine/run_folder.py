@@ -15,7 +15,7 @@ import os
 import shlex
 import shutil
 
-from amldist.backends.local.code_copy import copy_code, copy_includes
+from amldist.engine.code_copy import copy_code, copy_includes
 from amldist.errors import UserError
 from amldist.model.files import create_file, make_folder
 from amldist.rules.runtime_bundle import RUNS_DIR, add_runtime

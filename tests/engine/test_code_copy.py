@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from amldist.backends.local.code_copy import check_code_source, copy_code
+from amldist.engine.code_copy import check_code_source, copy_code
 from amldist.errors import UserError
 
 
@@ -95,7 +95,7 @@ def test_the_ignore_file_is_read_with_gits_full_syntax(tmp_path):
 
 
 def test_a_run_folder_is_new_one_line_when_it_cannot_be_and_gone_when_filling_fails(tmp_path):
-    from amldist.backends.local.run_folder import new_run_folder
+    from amldist.engine.run_folder import new_run_folder
 
     (tmp_path / "runs").write_text("a file where the run root should be")
     with pytest.raises(UserError, match="is a file, not a folder"):
