@@ -14,10 +14,7 @@ supervisor is gone (or was never the process the file names) reads as ``Failed``
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import stat
 import time
 from datetime import datetime, timezone
 
@@ -25,11 +22,10 @@ from amldist.backends.base import (FAILED, RUNNING, STATUSES, JobRecord, OutputR
                                    StepRecord)
 from amldist.backends.local import proc
 from amldist.backends.local.run_state import STATUS_FILE
+from amldist.engine.state_files import MAX_STATE_BYTES, TypedFields, read_bounded, read_json_object
 from amldist.errors import UserError
 
-MAX_STATE_BYTES = 4 * 1024 * 1024  # a 1,000-rank job's status.json is about 200 KB
 _TEXT, _INT, _NUM = (str,), (int,), (int, float)
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}\Z")  # \Z: "$" would let a final newline in
 
 
 class StateError(UserError):
@@ -43,27 +39,11 @@ class StateError(UserError):
 
 def read_bytes(run_dir: str) -> bytes | None:
     """The bytes of ``run_dir/status.json`` (None when there is none); StateError for anything but a
-    regular file of at most MAX_STATE_BYTES reached without a link."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    regular file of at most MAX_STATE_BYTES reached without a link (:func:`amldist.engine.state_files.read_bounded`)."""
     try:
-        fd = os.open(os.path.join(run_dir, STATUS_FILE), flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # ELOOP: a link
-        raise StateError(run_dir, "cannot be opened as a regular file (a link?): "
-                         f"{exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StateError(run_dir, "is not a regular file")
-        data = os.read(fd, MAX_STATE_BYTES + 1)
-    except OSError as exc:
-        raise StateError(run_dir, f"cannot be read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_STATE_BYTES:
-        raise StateError(run_dir, f"is larger than {MAX_STATE_BYTES // (1024 * 1024)} MiB")
-    return data
+        return read_bounded(os.path.join(run_dir, STATUS_FILE), MAX_STATE_BYTES)
+    except ValueError as exc:
+        raise StateError(run_dir, str(exc)) from None
 
 
 def read_record(run_dir: str) -> JobRecord | None:
@@ -78,16 +58,11 @@ def read_record(run_dir: str) -> JobRecord | None:
 
 
 def _read_once(run_dir: str) -> JobRecord | None:
-    data = read_bytes(run_dir)
-    if data is None:
-        return None
     try:
-        state = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise StateError(run_dir, f"is not JSON ({str(exc).splitlines()[0][:80]})") from None
-    if not isinstance(state, dict):
-        raise StateError(run_dir, f"holds a JSON {type(state).__name__}, not an object")
-    return _Reader(run_dir, state).record()
+        state = read_json_object(os.path.join(run_dir, STATUS_FILE), MAX_STATE_BYTES)
+    except ValueError as exc:
+        raise StateError(run_dir, str(exc)) from None
+    return None if state is None else _Reader(run_dir, state).record()
 
 
 def alive(record: JobRecord) -> bool:
@@ -154,41 +129,12 @@ def step_exit_code(step_run_dir: str, runner_code: int | None) -> int | None:
     return runner_code
 
 
-class _Reader:
+class _Reader(TypedFields):
     """Typed access to one status.json mapping; every mistake is a StateError naming the field."""
 
     def __init__(self, run_dir: str, state: dict):
-        self.run_dir = os.path.abspath(run_dir)
+        super().__init__(run_dir, lambda what: StateError(run_dir, what))
         self.state = state
-
-    def get(self, mapping: dict, key: str, types: tuple, where: str, *, required: bool = False):
-        value = mapping.get(key)
-        if value is None:
-            if required:
-                raise StateError(self.run_dir, f"has no {where}{key}")
-            return None
-        if isinstance(value, bool) or not isinstance(value, types):
-            raise StateError(self.run_dir, f"has {where}{key} of type {type(value).__name__}, expected "
-                             + " or ".join(t.__name__ for t in types))
-        return value
-
-    def path(self, mapping: dict, key: str, where: str) -> str | None:
-        """A path the file names; it must lie inside the run folder."""
-        value = self.get(mapping, key, _TEXT, where)
-        if value is None:
-            return None
-        resolved = os.path.normpath(os.path.join(self.run_dir, value))
-        if os.path.commonpath([resolved, self.run_dir]) != self.run_dir:
-            raise StateError(self.run_dir, f"names {where}{key} outside the run folder")
-        return resolved
-
-    def items(self, key: str, kind: type) -> list:
-        value = self.get(self.state, key, (kind,), "")
-        if value is None:
-            return []
-        if any(not isinstance(item, dict) for item in (value.values() if kind is dict else value)):
-            raise StateError(self.run_dir, f"has an entry of {key} that is not an object")
-        return list(value.items()) if kind is dict else value
 
     def rank(self, entry: dict, where: str) -> RankRecord:
         return RankRecord(label=self.get(entry, "label", _TEXT, where, required=True),
@@ -214,18 +160,18 @@ class _Reader:
         return value
 
     def outputs(self) -> tuple[OutputRecord, ...]:
-        for name, _ in self.items("outputs", dict):
-            if not _NAME.match(name) or name in (".", ".."):
-                raise StateError(self.run_dir, f"has an output named {name[:40]!r}, not a plain name")
+        entries = self.items(self.state, "outputs", dict)
+        for name, _ in entries:
+            self.name(name, "an output named")
         return tuple(OutputRecord(str(name), self.path(entry, "path", f"outputs.{name}."),
                                   self.get(entry, "type", _TEXT, f"outputs.{name}."))
-                     for name, entry in self.items("outputs", dict))
+                     for name, entry in entries)
 
     def record(self) -> JobRecord:
         s = self.state
         kind = "pipeline" if s.get("kind") == "pipeline" else "job"  # older files put the distribution there
-        ranks = tuple(self.rank(e, f"ranks[{i}].") for i, e in enumerate(self.items("ranks", list)))
-        steps = tuple(self.step(e, f"steps[{i}].") for i, e in enumerate(self.items("steps", list)))
+        ranks = tuple(self.rank(e, f"ranks[{i}].") for i, e in enumerate(self.items(s, "ranks", list)))
+        steps = tuple(self.step(e, f"steps[{i}].") for i, e in enumerate(self.items(s, "steps", list)))
         launcher = self.get(s, "launcher", (dict,), "")
         details = {"run_dir": self.run_dir, "logs": self.path(s, "logs", ""), "pid": self.get(s, "pid", _INT, ""),
                    "pid_start_time": self.get(s, "pid_start_time", _INT, ""),

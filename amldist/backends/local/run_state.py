@@ -22,16 +22,15 @@ cancellation, as a job stopped by its user is ``Canceled`` on Azure ML; ``stoppe
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import stat
 import time
 from datetime import datetime, timezone
 
 from amldist.backends.base import CANCELED, COMPLETED, FAILED, NOT_STARTED, RUNNING, TERMINAL
 from amldist.backends.local import proc
 from amldist.backends.local.state_retry import RetryingWrite
+from amldist.engine import state_files
 
 STATUS_FILE = "status.json"
 CANCEL_FILE = "cancel_requested"
@@ -51,47 +50,20 @@ def _open_folder(path: str) -> int:
 
 
 def write_state(folder: str | int, data: dict, name: str = STATUS_FILE) -> None:
-    """Replace ``folder/name`` with ``data`` as JSON in one step (readers see the old or the new file).
-    ``folder`` is a path or an open folder descriptor; a link at ``name`` is replaced, never followed."""
-    text = json.dumps(data, indent=2) + "\n"
-    dir_fd = _open_folder(folder) if isinstance(folder, str) else folder
-    tmp = f".{name}.{os.urandom(4).hex()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     0o644, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dir_fd)
-            except OSError:
-                pass
-            raise
-    finally:
-        if isinstance(folder, str):
-            os.close(dir_fd)
+    """Replace ``folder/name`` with ``data`` in one step, never through a link
+    (:func:`amldist.engine.state_files.write_state`)."""
+    state_files.write_state(folder, data, name)
 
 
 def request_cancel(run_dir: str) -> None:
     """Leave the ``cancel_requested`` marker; never through an existing file or link (one already there
     is a request already made)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(os.path.join(run_dir, CANCEL_FILE), flags, 0o600)
-    except FileExistsError:
-        return
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(f"{now_iso()} pid {os.getpid()}\n")
+    state_files.create_marker(run_dir, CANCEL_FILE, f"{now_iso()} pid {os.getpid()}\n")
 
 
 def cancel_requested(run_dir: str) -> bool:
     """Whether ``amldist job cancel`` left its marker (a regular file, not something planted)."""
-    try:
-        return stat.S_ISREG(os.lstat(os.path.join(run_dir, CANCEL_FILE)).st_mode)
-    except OSError:
-        return False
+    return state_files.marker_present(run_dir, CANCEL_FILE)
 
 
 def signal_name(signum: int | None) -> str | None:
