@@ -10,7 +10,11 @@ What a run left is the run's processes' doing, so it is copied as data, never tr
   folder goes is replaced by the copy (the link itself, never what it points to); files are opened
   with ``O_NOFOLLOW``;
 - only folders, regular files and links are copied (a FIFO or a device in an output is skipped:
-  reading one would block or never end).
+  reading one would block or never end);
+- nothing is read outside the run folder: a source whose folder resolves elsewhere (a ``user_logs`` or
+  ``outputs`` the job replaced by a link to another place) is not copied (:func:`copy_as_data`).
+
+Used by the local and the Slurm backends' ``amldist job download``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import os
 import shutil
 import stat
 
+from amldist.engine.state_files import resolves_inside
+from amldist.errors import UserError
 from amldist.model.files import inside, make_folder
 
 CHUNK = 1 << 20
@@ -44,6 +50,27 @@ def copy_tree(source: str, target: str, root: str | None = None) -> None:
         for name in sorted(files):
             path = os.path.join(here, name)
             _entry(root, path, os.path.join(there, name), os.lstat(path))
+
+
+def check_destination(destination: str) -> None:
+    """``-o DIR`` must be a folder or nothing yet: one line otherwise."""
+    if os.path.lexists(destination) and not os.path.isdir(destination):
+        raise UserError(f"-o {destination} is a file, not a folder", hint="name a folder (it is created)")
+
+
+def copy_as_data(source: str, target: str, *, within: str, root: str | None = None) -> bool:
+    """Copy ``source`` (a folder's tree, or a file or link into the folder ``target``) as :func:`copy_tree`
+    does, only when it lies in the run folder ``within``; False when there is nothing to copy. Every path
+    written stays inside ``root`` (default ``target``); a failure is one UserError line."""
+    if not os.path.lexists(source) or not resolves_inside(within, source):
+        return False
+    try:
+        copy_tree(source, target, os.path.abspath(root) if root else None)
+    except (OSError, shutil.Error) as exc:
+        detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
+        raise UserError(f"cannot copy {os.path.relpath(source)} to {os.path.relpath(target)}: {detail}",
+                        exit_code=1) from None
+    return True
 
 
 def _folder(root: str, path: str) -> None:

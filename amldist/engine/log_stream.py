@@ -7,8 +7,10 @@ read again from the file, and printed once it ends, or in pieces of :data:`MAX_L
 never does, or at the end of the run. With a prefix (``[rank 1] ``), ``\\r`` ends a line as ``\\n``
 does (``\\r\\n`` is one end), so each state of a progress bar is printed once, on its own line; with
 no prefix (``raw``) the text is written as the program wrote it, ``\\r`` included, as ``cat`` would.
-Only regular files are read (opened non-blocking, checked after opening): a log a rank replaced by
-a FIFO cannot block the run's supervisor.
+Only regular files are read (opened non-blocking and without following a link, checked after
+opening): a log a rank replaced by a FIFO cannot block the run's supervisor, nor one replaced by a link
+to ``/dev/zero`` or to a file elsewhere be read; with ``within`` (the run folder), a log whose folder
+resolves outside it is not read either. Used by the local and the Slurm backends.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+
+from amldist.engine.state_files import resolves_inside
 
 CHUNK = 64 * 1024
 MAX_LINE = 64 * 1024  # a longer unfinished line is printed in pieces: memory stays bounded
@@ -25,7 +29,7 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 def open_regular(path: str):
     """``path`` opened for reading in binary when it is a regular file, else None (never blocks)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -43,9 +47,11 @@ class LogFollower:
         self.offsets: dict[str, int] = {}
         self.pending: dict[str, bytes] = {}
 
-    def copy(self, path: str, prefix: str = "", *, final: bool = False) -> None:
+    def copy(self, path: str, prefix: str = "", *, final: bool = False, within: str | None = None) -> None:
         """Print the complete lines added to ``path`` since the last call (and the unfinished one when
-        ``final``), each prefixed with ``prefix``."""
+        ``final``), each prefixed with ``prefix``; with ``within``, only a log inside that folder."""
+        if within is not None and not resolves_inside(within, path):
+            return
         fh = open_regular(path)
         if fh is None:
             return

@@ -92,6 +92,13 @@ def read_small_text(path: str, limit: int = SMALL_TEXT_BYTES) -> str | None:
     return None if data is None else data.decode("utf-8", "replace").strip()
 
 
+def resolves_inside(folder: str, path: str) -> bool:
+    """Whether ``path`` lies in ``folder`` once the folders on its way are resolved (``path`` itself may be
+    a link: the reader opens it without following, or copies it as a link)."""
+    top = os.path.realpath(folder)
+    return os.path.commonpath([top, os.path.realpath(os.path.dirname(os.path.abspath(path)))]) == top
+
+
 def _open_folder(path: str) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
 

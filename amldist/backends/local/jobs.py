@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import sys
 import time
 
 from amldist.backends.base import FAILED, RUNNING, TERMINAL, JobRecord
 from amldist.backends.local import proc, run_state
-from amldist.engine.download import copy_tree
+from amldist.engine.download import check_destination, copy_as_data
 from amldist.backends.local.records import StateError, read_record
 from amldist.backends.local.run_state import exit_code_text
 from amldist.errors import UserError
@@ -212,41 +211,33 @@ def download(run_root: str, name: str, destination: str, *, output_name: str | N
     if output_name is not None and run.output(output_name) is None:
         raise UserError(f"job {run.name} has no output {output_name!r}",
                         hint=f"its outputs: {', '.join(o.name for o in run.outputs) or 'none'}")
-    if os.path.exists(destination) and not os.path.isdir(destination):
-        raise UserError(f"-o {destination} is a file, not a folder", hint="name a folder (it is created)")
+    check_destination(destination)
+    run_dir = run.details["run_dir"]
     written = []
     if output_name is None:
         written += _copy_logs(run, os.path.join(destination, "artifacts", "user_logs"))
     for output in run.outputs:
-        if (all_outputs or output.name == output_name) and output.path and os.path.lexists(output.path):
-            target = os.path.join(destination, "named-outputs", output.name)
-            _copy(output.path, target)
+        target = os.path.join(destination, "named-outputs", output.name)
+        if (all_outputs or output.name == output_name) and output.path and _copy(output.path, target, run_dir):
             written.append(target)
     return written
 
 
 def _copy_logs(run: JobRecord, target: str) -> list[str]:
     if run.kind == "job":
-        if run.details.get("logs") and os.path.isdir(run.details["logs"]):
-            _copy(run.details["logs"], target)
-            return [target]
-        return []
+        logs = run.details.get("logs")
+        return [target] if logs and _copy(logs, target, run.details["run_dir"]) else []
     written = []
     for step in run.steps:
         logs = os.path.join(step.run_dir or "", "user_logs")
         if step.run_dir and os.path.isdir(logs):
             inside = os.path.normpath(os.path.join(target, step.name))
-            if os.path.commonpath([inside, target]) == target:
-                _copy(logs, inside)
+            if os.path.commonpath([inside, target]) == target and _copy(logs, inside, step.run_dir):
                 written.append(inside)
     return written
 
 
-def _copy(source: str, target: str) -> None:
-    """A folder's tree (links copied as links, never followed), or a file into ``target``."""
-    try:  # never through a link already in the destination, every path checked inside it (engine.download)
-        copy_tree(source, target)
-    except (OSError, shutil.Error) as exc:
-        detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
-        raise UserError(f"cannot copy {os.path.relpath(source)} to {os.path.relpath(target)}: {detail}",
-                        exit_code=1) from None
+def _copy(source: str, target: str, run_dir: str) -> bool:
+    """A folder's tree (links copied as links, never followed), or a file into ``target``; only from inside
+    the run folder (:func:`amldist.engine.download.copy_as_data`)."""
+    return copy_as_data(source, target, within=run_dir)

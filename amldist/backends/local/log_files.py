@@ -64,7 +64,7 @@ def logs(run_root: str, name: str, *, step: str | None = None, rank: int | None 
         ended = not follow or record.status != RUNNING
         for label, path in chosen:
             read.copy(path, label if len(chosen) > 1 or run.kind == "pipeline" and step is None else None,
-                      whole=ended)
+                      whole=ended, within=run.details["run_dir"])
         if ended:
             return run
         time.sleep(FOLLOW_POLL_SECONDS)
@@ -79,7 +79,8 @@ class _Reader:
         self.out = out
         self.follower = LogFollower(out.write, raw=True)
 
-    def copy(self, path: str, label: str | None, *, whole: bool) -> None:
-        """Write the lines of ``path`` added since the last call (complete lines only unless ``whole``)."""
-        self.follower.copy(path, f"[{label}] " if label else "", final=whole)
+    def copy(self, path: str, label: str | None, *, whole: bool, within: str) -> None:
+        """Write the lines of ``path`` added since the last call (complete lines only unless ``whole``), when
+        it lies in the run folder ``within``."""
+        self.follower.copy(path, f"[{label}] " if label else "", final=whole, within=within)
         self.out.flush()

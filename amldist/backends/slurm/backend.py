@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 
@@ -22,6 +21,8 @@ from amldist.backends.slurm import commands, pipeline, records
 from amldist.backends.slurm.pipeline import SlurmPipelinePlan
 from amldist.backends.slurm.plan import DEFAULT_RUN_ROOT, SlurmJobPlan, SlurmOptions, plan
 from amldist.backends.slurm.submission import submit_job
+from amldist.engine.download import check_destination, copy_as_data
+from amldist.engine.log_stream import LogFollower
 from amldist.errors import UserError
 
 POLL_SECONDS = 0.5
@@ -56,10 +57,14 @@ class SlurmBackend(Backend):
         return self.record(p.run_dir)
 
     def record(self, run_dir: str) -> JobRecord:
-        """A job's or a pipeline's record, from its run folder and Slurm."""
+        """A job's or a pipeline's record, from its run folder and Slurm; SlurmStateError (one line) when its
+        ``slurm.json`` is not one amldist wrote."""
         meta = records.read_meta(run_dir)
-        if meta is not None and meta.get("kind") == "pipeline":
-            return pipeline.pipeline_record(run_dir, meta)
+        if isinstance(meta, records.PipelineMeta):
+            return pipeline.pipeline_record(meta)
+        if meta is None:
+            raise UserError(f"Slurm run {os.path.basename(run_dir)!r} has no {records.META} (it is being created)",
+                            hint=f"its files are in {os.path.relpath(run_dir)}")
         return records.record(run_dir, meta=meta)
 
     # --- the job verbs ----------------------------------------------------------------------
@@ -70,14 +75,24 @@ class SlurmBackend(Backend):
         return os.path.join(self.run_root, name)
 
     def has(self, name: str) -> bool:
-        return (os.sep not in name and name not in ("", ".", "..")
-                and records.read_meta(os.path.join(self.run_root, name)) is not None)
+        """Whether a run called ``name`` is under the run root (its ``slurm.json`` is not read here: a broken
+        one is still that run, reported by the verb as one line)."""
+        return (os.sep not in name and "\n" not in name and name not in ("", ".", "..")
+                and os.path.lexists(os.path.join(self.run_root, name, records.META)))
 
-    def list(self, *, max_results: int | None = None) -> list[JobRecord]:
-        names = os.listdir(self.run_root) if os.path.isdir(self.run_root) else []
-        folders = [os.path.join(self.run_root, n) for n in names if self.has(n)]
-        folders.sort(key=lambda f: os.path.getmtime(os.path.join(f, records.META)), reverse=True)
-        return [self.record(f) for f in folders[: max_results or None]]
+    def list(self, *, max_results: int | None = None, err=None) -> list[JobRecord]:
+        """Every run, newest first; a run whose ``slurm.json`` is unreadable is one warning line."""
+        names = sorted(e.name for e in _entries(self.run_root) if e.is_dir(follow_symlinks=False) and self.has(e.name))
+        names.sort(key=lambda n: _mtime(os.path.join(self.run_root, n, records.META)), reverse=True)
+        found = []
+        for name in names:
+            if max_results and len(found) >= max_results:
+                break
+            try:
+                found.append(self.record(os.path.join(self.run_root, name)))
+            except UserError as exc:
+                print(f"warning: {exc.message}; not listed", file=err or sys.stderr)
+        return found
 
     def show(self, name: str) -> JobRecord:
         return self.record(self.run_dir(name))
@@ -86,37 +101,44 @@ class SlurmBackend(Backend):
         lines = [super().show_text(record)]
         lines += [f"step {s.name}: {s.note}" for s in record.steps if s.note and s.status != "Completed"]
         ids = record.details.get("slurm_job_ids") or {"job": record.details.get("slurm_job_id")}
-        lines.append("slurm job(s): " + ", ".join(f"{k} {v}" for k, v in ids.items()))
+        lines.append("slurm job(s): " + ", ".join(f"{k} {v or '-'}" for k, v in ids.items()))
         lines.append(f"run folder: {record.details.get('run_dir')}")
         return "\n".join(lines + ([f"error: {record.error}"] if record.error else []))
 
     def step_dirs(self, name: str, step: str | None) -> list[tuple[str, str]]:
         """(label, run folder) of a job, or of a pipeline's steps (``step``: that one)."""
         meta = records.read_meta(self.run_dir(name))
-        if meta.get("kind") != "pipeline":
+        if not isinstance(meta, records.PipelineMeta):
             if step is not None:
                 raise UserError(f"--step is for pipelines; {name} is a job")
             return [("", self.run_dir(name))]
-        chosen = [(s["name"], s["run_dir"]) for s in meta["steps"] if step in (None, s["name"])]
+        chosen = [(s.name, s.run_dir) for s in meta.steps if step in (None, s.name)]
         if not chosen:
             raise UserError(f"pipeline {name} has no step {step!r}",
-                            hint="its steps: " + ", ".join(s["name"] for s in meta["steps"]))
+                            hint="its steps: " + ", ".join(s.name for s in meta.steps))
         return chosen
 
     def logs(self, name: str, *, step: str | None = None, rank: int | None = None, follow: bool = False,
              out=None) -> JobRecord:
         for label, folder in self.step_dirs(name, step):
-            follow_logs(folder, rank=rank, follow=follow, out=out or sys.stdout, prefix=label)
+            if records.read_meta(folder) is not None:  # a step never submitted has no logs
+                follow_logs(folder, rank=rank, follow=follow, out=out or sys.stdout, prefix=label)
         return self.show(name)
 
     def cancel(self, name: str, *, wait: bool = True, timeout: float = 120.0) -> JobRecord:
-        running = [records.record(folder) for _, folder in self.step_dirs(name, None)]
-        running = [r for r in running if not r.ended]
-        for record in running:
-            open(os.path.join(record.details["run_dir"], "state", "cancel_requested"), "w").close()
-            commands.cancel(record.details["slurm_job_id"])
+        """``scancel`` the run's own jobs: each step's (or the job's) id, used only for a job that carries the
+        run's marker (:func:`amldist.backends.slurm.commands.cancel`); ``cancel_requested`` is left first."""
+        running = []
+        for _, folder in self.step_dirs(name, None):
+            meta = records.read_meta(folder)
+            if isinstance(meta, records.JobMeta) and not records.record(folder, meta=meta).ended:
+                running.append((meta, records.job_id_of(meta)))
+        for meta, job_id in running:
+            records.request_cancel(meta.run_dir)
+            if job_id:
+                commands.cancel(job_id, meta.marker)
         deadline = time.monotonic() + timeout
-        while wait and any(commands.queue_state(r.details["slurm_job_id"]) is not None for r in running):
+        while wait and any(j and commands.queue_state(j, m.marker) is not None for m, j in running):
             if time.monotonic() > deadline:
                 raise UserError(f"job {name} was still in Slurm's queue {timeout:.0f} s after scancel", exit_code=1)
             time.sleep(POLL_SECONDS)
@@ -124,46 +146,56 @@ class SlurmBackend(Backend):
 
     def download(self, name: str, destination: str, *, output_name: str | None = None,
                  all_outputs: bool = False, step: str | None = None) -> list[str]:
+        """As ``az ml job download``: the logs, and the outputs asked for, copied as data
+        (:func:`amldist.engine.download.copy_as_data`: links as links, FIFOs and devices skipped, never
+        outside ``destination`` nor reading outside the run folder)."""
         record = self.show(name)
         if record.status not in TERMINAL:
             raise UserError(f"job {name} is {record.status}; download is allowed once it has ended", exit_code=1)
+        if output_name is not None and record.output(output_name) is None:
+            raise UserError(f"job {name} has no output {output_name!r}",
+                            hint=f"its outputs: {', '.join(o.name for o in record.outputs) or 'none'}")
+        check_destination(destination)
         written = []
         for label, folder in self.step_dirs(name, step) if output_name is None else ():
-            target = os.path.join(destination, "artifacts", "user_logs", label)
-            shutil.copytree(os.path.join(folder, "user_logs"), target, dirs_exist_ok=True)
-            written.append(target)
+            target = os.path.join(destination, "artifacts", "user_logs", *label.split("/"))
+            if copy_as_data(os.path.join(folder, "user_logs"), target, within=folder, root=destination):
+                written.append(target)
+        run_dir = record.details["run_dir"]
         for output in record.outputs:
-            if (all_outputs or output.name == output_name) and output.path and os.path.exists(output.path):
-                written.append(copy_output(output.path, os.path.join(destination, "named-outputs", output.name)))
+            if (all_outputs or output.name == output_name) and output.path:
+                target = os.path.join(destination, "named-outputs", output.name)
+                if copy_as_data(output.path, target, within=run_dir, root=destination):
+                    written.append(target)
         return written
 
 
-def copy_output(source: str, target: str) -> str:
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    if os.path.isdir(source):
-        shutil.copytree(source, target, dirs_exist_ok=True)
-    else:
-        shutil.copyfile(source, target)
-    return target
+def _entries(folder: str) -> list:
+    try:
+        return list(os.scandir(folder))
+    except OSError:
+        return []
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def follow_logs(run_dir: str, *, rank: int | None, follow: bool, out, prefix: str = "") -> JobRecord:
     """Print each task's log, lines prefixed ``[rank N]`` (``[STEP rank N]`` for a pipeline's step); with
-    ``follow`` until the job ends."""
-    offsets: dict[str, int] = {}
+    ``follow`` until the job ends. Logs are read by the engine's follower (chunks, constant memory, regular
+    files only, never through a link or outside the run folder)."""
+    follower = LogFollower(out.write, raw=True)
     while True:
         record = records.record(run_dir)
         wanted = [r for r in record.ranks if r.log and (rank is None or r.rank == rank)]
-        chosen = [r for r in wanted if os.path.exists(r.log)]
-        for entry in chosen:
-            with open(entry.log, "rb") as fh:
-                fh.seek(offsets.get(entry.log, 0))
-                data = fh.read()
-            complete = data[: data.rfind(b"\n") + 1] if not record.ended else data
-            offsets[entry.log] = offsets.get(entry.log, 0) + len(complete)
-            for line in complete.decode("utf-8", "replace").splitlines():
-                label = " ".join(x for x in (prefix, entry.label if len(wanted) > 1 else "") if x)
-                out.write(f"[{label}] {line}\n" if label else line + "\n")
+        for entry in wanted:
+            label = " ".join(x for x in (prefix, entry.label if len(wanted) > 1 else "") if x)
+            follower.copy(entry.log, f"[{label}] " if label else "", final=record.ended or not follow,
+                          within=run_dir)
         out.flush()
         if not follow or record.ended:
             if record.error:

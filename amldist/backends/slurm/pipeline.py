@@ -15,17 +15,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shlex
+import signal
+import threading
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from amldist.backends.base import (CANCELED, COMPLETED, FAILED, NOT_STARTED, QUEUED, RUNNING, TERMINAL, JobRecord,
                                    OutputRecord, Plan, StepRecord)
-from amldist.backends.slurm import commands, records
+from amldist.backends.slurm import records
 from amldist.backends.slurm.plan import SlurmJobPlan, SlurmOptions, describe, plan
-from amldist.backends.slurm.submission import submit_job
+from amldist.backends.slurm.records import PipelineMeta, StepMeta
+from amldist.backends.slurm.submission import submit_job, withdraw
 from amldist.engine.steps import plan_steps
 from amldist.errors import UserError
 from amldist.rules.secrets import mask_tree
@@ -80,43 +84,85 @@ def plan_pipeline(prepared, options: SlurmOptions, *, environ=None) -> SlurmPipe
 
 
 def run_pipeline(pp: SlurmPipelinePlan) -> dict:
-    """``sbatch`` every step with its dependencies (see the module docstring); the pipeline's meta. When Slurm
-    refuses a step, the steps already queued are canceled: a pipeline runs whole or not at all."""
+    """``sbatch`` every step with its dependencies (see the module docstring); the pipeline's meta.
+
+    The pipeline's ``slurm.json`` is written before the first step is submitted and again after each, so
+    what was queued is on record before the next ``sbatch`` (SIGKILL leaves it to ``job list``/``job
+    cancel``). When Slurm refuses a step, or SIGINT/SIGTERM stops the submission, the steps already queued
+    are canceled and the pipeline reads Canceled: it runs whole or not at all."""
     try:
         os.makedirs(pp.run_dir)
     except FileExistsError:
         raise UserError(f"a Slurm run named {pp.name!r} already exists", hint="pass --name NEW") from None
-    ids: dict[str, str] = {}
+    ids: dict[str, str | None] = {s.name: None for s in pp.steps}
+    _record(pp, ids)
+    step = pp.steps[0]
     try:
-        for step in pp.steps:
-            ids[step.name] = submit_job(step.plan, tuple(ids[n] for n in step.needs))["job_id"]
-    except UserError as exc:
-        for job_id in ids.values():
-            commands.call("scancel", job_id, check=False)
-        raise UserError(f"step {step.name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+        with _signals_raise():
+            for step in pp.steps:
+                ids[step.name] = submit_job(step.plan, tuple(ids[n] for n in step.needs))["job_id"]
+                _record(pp, ids)
+    except BaseException as exc:
+        for queued in pp.steps:
+            if os.path.isdir(queued.plan.run_dir):
+                withdraw(queued.plan.run_dir, ids[queued.name])
+        if isinstance(exc, UserError):
+            raise UserError(f"step {step.name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+        raise
+    print(f"pipeline {pp.name}: " + ", ".join(f"{n} = Slurm job {i}" for n, i in ids.items()), flush=True)
+    return _record(pp, ids)
+
+
+def _record(pp: SlurmPipelinePlan, ids: dict) -> dict:
     meta = {"kind": "pipeline", "name": pp.name, "outputs": dict(pp.outputs),
             "steps": [{"name": s.name, "needs": list(s.needs), "run_dir": s.plan.run_dir, "job_id": ids[s.name]}
                       for s in pp.steps]}
     records.write_meta(pp.run_dir, meta)
-    print(f"pipeline {pp.name}: " + ", ".join(f"{n} = Slurm job {i}" for n, i in ids.items()), flush=True)
     return meta
 
 
-def step_record(step: dict) -> StepRecord:
-    """One step: its Slurm run's status; a step Slurm dropped before it started is NotStarted."""
-    run = records.record(step["run_dir"])
+class _Stopped(BaseException):
+    """SIGTERM (or SIGHUP) while the steps are submitted: unwinds like Ctrl-C, so the queued steps are canceled."""
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """SIGTERM and SIGHUP raise while the steps are submitted (Ctrl-C raises KeyboardInterrupt already);
+    only in the main thread, where Python can handle signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _Stopped(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def step_record(step: StepMeta) -> StepRecord:
+    """One step: its Slurm run's status; a step Slurm dropped before it started is NotStarted, as is one
+    whose run folder was never made (the submission stopped before it)."""
+    if records.read_meta(step.run_dir) is None:
+        return StepRecord(step.name, NOT_STARTED, needs=step.needs, run_dir=step.run_dir,
+                          note="not submitted: the pipeline's submission stopped before it")
+    run = records.record(step.run_dir)
     status, note = run.status, None
     if status in (CANCELED, FAILED) and run.start_time is None and run.stopped_by != "amldist job cancel":
         status, note = NOT_STARTED, "not started: a step it reads from did not complete"
     codes = [r.exit_code for r in run.ranks if r.exit_code]
-    return StepRecord(step["name"], status, exit_code=codes[0] if codes else None, start_time=run.start_time,
-                      end_time=run.end_time, duration_seconds=run.duration_seconds, needs=tuple(step["needs"]),
-                      run_dir=step["run_dir"], note=note or run.error)
+    return StepRecord(step.name, status, exit_code=codes[0] if codes else None, start_time=run.start_time,
+                      end_time=run.end_time, duration_seconds=run.duration_seconds, needs=step.needs,
+                      run_dir=step.run_dir, note=note or run.error)
 
 
-def pipeline_record(run_dir: str, meta: dict) -> JobRecord:
+def pipeline_record(meta: PipelineMeta) -> JobRecord:
     """The pipeline's record (see the module docstring)."""
-    steps = tuple(step_record(s) for s in meta["steps"])
+    steps = tuple(step_record(s) for s in meta.steps)
     statuses = [s.status for s in steps]
     settled = all(s in TERMINAL or s == NOT_STARTED for s in statuses)
     if not settled:
@@ -128,11 +174,11 @@ def pipeline_record(run_dir: str, meta: dict) -> JobRecord:
     starts = [s.start_time for s in steps if s.start_time]
     ends = [s.end_time for s in steps if s.end_time]
     end = max(ends) if settled and ends else None
-    return JobRecord(name=meta["name"], backend="slurm", kind="pipeline", status=status,
+    return JobRecord(name=meta.name, backend="slurm", kind="pipeline", status=status,
                      start_time=min(starts) if starts else None, end_time=end,
                      duration_seconds=records.seconds_between(min(starts) if starts else None, end), steps=steps,
-                     outputs=tuple(OutputRecord(k, v) for k, v in meta.get("outputs", {}).items()),
+                     outputs=tuple(OutputRecord(k, v) for k, v in meta.outputs),
                      error=f"step {failed.name} failed: {failed.note}" if failed else None,
-                     details={"run_dir": run_dir, "slurm_job_ids": {s["name"]: s["job_id"] for s in meta["steps"]},
-                              "dependencies": shlex.join(f"{s['name']}<-{','.join(s['needs'])}" for s in meta["steps"]
-                                                         if s["needs"])})
+                     details={"run_dir": meta.run_dir, "slurm_job_ids": {s.name: s.job_id for s in meta.steps},
+                              "dependencies": shlex.join(f"{s.name}<-{','.join(s.needs)}" for s in meta.steps
+                                                         if s.needs)})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -20,7 +21,7 @@ from amldist.backends.base import Options, Plan
 from amldist.engine import launchers
 from amldist.engine.job_inputs import code_folder, find_mpirun, job_name, rerunnable_yaml, resolve_inputs
 from amldist.engine.job_values import job_command
-from amldist.backends.slurm import script
+from amldist.backends.slurm import commands, script
 from amldist.errors import UserError
 from amldist.rules.process_counts import takes_process_count
 from amldist.rules import counts, vm_sizes
@@ -81,9 +82,6 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     run_root = os.path.abspath(options.run_root)
     name = job_name(options.name or job.name, run_root, "Slurm run")
     run_dir = os.path.join(run_root, name)
-    if any(c.isspace() for c in run_dir):  # #SBATCH lines end at white space: --chdir/--output would be cut
-        raise UserError(f"the Slurm run folder {run_dir} has white space in its path, which #SBATCH options cannot hold",
-                        hint="submit from a folder whose path has no spaces")
     code_source = code_folder(job.code, prepared.base_dir, file)
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
@@ -94,11 +92,14 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     base = launchers.clean_environ(environ)
     python = launchers.interpreter(options.python, base)
     added = {**filled.variables, **launchers.run_info(name, nodes)}
+    check_variable_names(added, file)
     added["PATH"] = launchers.python_path(added.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     limit = options.time or (script.time_limit(int(job.limits.timeout))
                              if job.limits is not None and job.limits.timeout else None)
-    sbatch = script.sbatch_options(name, run_dir, nodes, per_node, gpus_per_node=gpus_per_node(job), time=limit,
-                                   partition=options.partition, account=options.account,
+    sbatch = script.sbatch_options(name, commands.run_marker(run_dir), nodes, per_node,
+                                   gpus_per_node=gpus_per_node(job), time=script.check_option("--time", limit),
+                                   partition=script.check_option("--partition", options.partition),
+                                   account=script.check_option("--account", options.account),
                                    tasks=len(layout.slots) if tf else None)
     mpirun = find_mpirun(base) if launch == "mpi" else None
     text = script.batch_script(sbatch, name=name, kind=launch, run_dir=run_dir, command=filled.command, nodes=nodes,
@@ -114,6 +115,18 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                         job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir), python=python,
                         stream=options.stream, notes=tuple(notes),
                         includes=tuple(getattr(prepared, "code_includes", ())))
+
+
+VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def check_variable_names(variables: dict, file: str) -> None:
+    """Each task exports the job's variables by name (:data:`amldist.backends.slurm.script.IMPORT_VARIABLES`):
+    a name the shell cannot export is one line, before anything is written."""
+    bad = [k for k in variables if not VARIABLE_NAME.match(k)]
+    if bad:
+        raise UserError(f"{file}: environment variable {bad[0][:60]!r} is not a name a task's shell can export",
+                        hint="use letters, digits and _ (not starting with a digit)")
 
 
 def shape(job, file: str) -> tuple[str, int, int, launchers.Layout]:
@@ -157,8 +170,9 @@ def describe(p: SlurmJobPlan, *, cwd: str | None = None) -> str:
     lines += [f"additional include: {rel(i.source)} -> {rel(p.run_dir)}/code/{i.name}" for i in p.includes]
     lines += [f"output {n}: {rel(path)}" for n, (path, _) in p.outputs.items()]
     lines.append("sbatch options: " + " ".join(shlex.quote(o) for o in p.sbatch_options))
-    lines.append("environment of sbatch (--export=ALL): this shell's"
-                 + (f" minus launcher variables ({', '.join(p.removed)})" if p.removed else "") + ", plus:")
+    lines.append("environment of every task: this shell's (sbatch --export=ALL)"
+                 + (f" minus launcher variables ({', '.join(p.removed)})" if p.removed else "")
+                 + ", plus (carried as AMLDIST_V_<NAME>, never read by sbatch or srun):")
     lines += [f"  {k}={shlex.quote(str(v))}" for k, v in mask_env(dict(p.environment)).items()]
     lines += [f"note: {n}" for n in p.notes]
     lines += [f"--- {rel(p.run_dir)}/job.sbatch", mask_text(p.script).rstrip("\n")]

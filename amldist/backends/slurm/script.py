@@ -28,17 +28,26 @@ per-task binding would hide the others and break that).
 Each task writes its output to Azure ML's log name (``user_logs/std_log_process_NN.txt``) and its
 exit code to ``state/rank_N.exit``; the batch script writes ``state/exit_code`` when the step ends.
 The job's values (inputs, environment_variables, secrets) are not in the script: they travel in
-``sbatch``'s environment (``--export=ALL``), as the local backend passes them to its processes.
+``sbatch``'s environment (``--export=ALL``) as ``AMLDIST_V_<NAME>``, names neither ``sbatch`` nor ``srun``
+reads (so a spec's ``SBATCH_TIMELIMIT`` or ``SLURM_NTASKS`` changes nothing of the job's shape), and each
+task exports them under their own names before its launcher variables, as the local backend passes them
+to its processes.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import shlex
 
 from amldist.engine.launchers import process_log_name, rank_digits
+from amldist.errors import UserError
 
 PORT_PICKER = 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
+# The job's variables, carried in sbatch's environment as AMLDIST_V_<NAME> (commands.environment): each
+# becomes NAME in the task, before the launcher's variables (which win, as on Azure ML) are set.
+IMPORT_VARIABLES = ('for v in $(compgen -e | grep "^AMLDIST_V_"); do export "${v#AMLDIST_V_}=${!v}"; unset "$v"; '
+                    'done')
 # Variables Slurm sets in a task that Azure ML's processes do not have (ENVIRONMENT=BATCH is sbatch's).
 DROP_SLURM = "unset $(compgen -e | grep -E '^(SLURM_|SLURMD_|SRUN_)'); [ \"${ENVIRONMENT:-}\" = BATCH ] && unset ENVIRONMENT"
 
@@ -50,11 +59,16 @@ def time_limit(seconds: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:00"
 
 
-def sbatch_options(name: str, run_dir: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
+def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
                    time: str | None, partition: str | None, account: str | None,
                    tasks: int | None = None) -> tuple[str, ...]:
     """The ``#SBATCH`` options, in the order they are written; ``tasks``: a total (tensorflow's tasks) in
-    place of the tasks per node."""
+    place of the tasks per node; ``marker``: the run's (``--comment``, how amldist knows its jobs).
+
+    No path is written here: ``sbatch`` runs in ``<run>/code`` (the job's working folder) and the job's own
+    output goes to ``../slurm_job.txt`` from there, so a ``#`` (which ends an ``#SBATCH`` line) or a ``%``
+    (one of Slurm's file name patterns) in the project's path can never send it elsewhere. The values
+    given by the user (``--time``, ``--partition``, ``--account``) are checked by :func:`check_option`."""
     per = f"--ntasks={tasks}" if tasks else f"--ntasks-per-node={tasks_per_node}"
     options = [f"--job-name={name}", f"--nodes={nodes}", per]
     if gpus_per_node:
@@ -63,8 +77,22 @@ def sbatch_options(name: str, run_dir: str, nodes: int, tasks_per_node: int, *, 
                                                        ("account", account)) if value]
     # --no-requeue: a job whose node fails ends Failed, as on Azure ML, instead of starting over in the same
     # run folder (Slurm's default requeues a batch job after a node failure)
-    options += [f"--chdir={run_dir}/code", f"--output={run_dir}/slurm_job.txt", "--export=ALL", "--no-requeue"]
+    options += [f"--comment={marker}", "--output=../slurm_job.txt", "--export=ALL", "--no-requeue"]
     return tuple(options)
+
+
+OPTION_VALUE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.,:+@=-]{0,127}\Z")  # \Z: "$" would let a newline in
+
+
+def check_option(flag: str, value: str | None) -> str | None:
+    """``value`` when it can stand in an ``#SBATCH`` line as one word, else one UserError line: a space,
+    ``#``, ``%``, a quote, a backslash or a newline would end the line, start a comment, be read as a file
+    pattern or run as a line of the batch script."""
+    if value is None or OPTION_VALUE.match(value):
+        return value
+    raise UserError(f"{flag} {value[:60]!r} is not a Slurm name or value: only letters, digits and _.,:+@=- "
+                    "may be given (no spaces, quotes, backslashes, #, % or newlines)",
+                    hint=f"{flag} takes one word, as sinfo/sacctmgr show it")
 
 
 def log_name(kind: str, nodes: int, world: int, workers: int = 0) -> str:
@@ -101,6 +129,7 @@ def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 
     return "\n".join([
         f'rank={rank} run="$AMLDIST_RUN_DIR"; unset AMLDIST_RUN_DIR',
         f'exec >"$run"/user_logs/{log_name(kind, nodes, world, workers)} 2>&1',
+        IMPORT_VARIABLES,
         rank_variables(kind, nodes),
         DROP_SLURM,
         'cd "$run"/code || exit 1',

@@ -3,7 +3,8 @@
 The run folder (``<run root>/<name>/``, on a filesystem every node sees) gets ``job.yml`` (the job as run,
 secrets masked), ``code/`` (the snapshot plus ``amldist/runtime/``, as the local backend copies it),
 ``outputs/<name>``, ``user_logs/``, ``state/``, ``bin/python`` (the plan's interpreter, as ``python`` in
-every task) and ``job.sbatch``; ``slurm.json`` once Slurm accepted the job.
+every task) and ``job.sbatch``; ``slurm.json`` before ``sbatch`` runs, and with the job id once Slurm
+accepted the job.
 """
 
 from __future__ import annotations
@@ -21,21 +22,43 @@ from amldist.errors import UserError
 
 def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
     """Make ``p``'s run folder and ``sbatch`` it (after the Slurm jobs ``after`` completed, when given); the
-    run's ``slurm.json``. A refusal removes the run folder: nothing was queued."""
+    run's ``slurm.json``. A refusal removes the run folder: nothing was queued.
+
+    ``slurm.json`` is written before ``sbatch`` runs, without a job id, and again with the id ``sbatch``
+    answered: a submission stopped in between (a signal, SIGKILL) leaves a run that ``job list`` shows and
+    ``job cancel`` reaches (its job is found by the run's marker). ``sbatch`` runs in ``<run>/code`` (the
+    job's working folder: no path in the script, :func:`amldist.backends.slurm.script.sbatch_options`)."""
     fill_run_folder(p)
     env = commands.environment(launchers.clean_environ(os.environ), dict(p.environment))
     extra = (f"--dependency=afterok:{':'.join(after)}", "--kill-on-invalid-dep=yes") if after else ()
+    meta = {"job_id": None, "name": p.job_name, "launch": p.launch, "nodes": p.nodes,
+            "tasks_per_node": p.tasks_per_node, "outputs": {k: list(v) for k, v in p.outputs.items()},
+            "tasks": [[label, log, node] for label, log, node in p.tasks],
+            "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    records.write_meta(p.run_dir, meta)
     try:
-        job_id = commands.submit(os.path.join(p.run_dir, "job.sbatch"), env, extra)
+        meta["job_id"] = commands.submit(os.path.join(p.run_dir, "job.sbatch"), env, extra,
+                                         cwd=os.path.join(p.run_dir, "code"))
     except UserError:
         shutil.rmtree(p.run_dir, ignore_errors=True)
         raise
-    meta = {"job_id": job_id, "name": p.job_name, "launch": p.launch, "nodes": p.nodes,
-            "tasks_per_node": p.tasks_per_node, "outputs": {k: list(v) for k, v in p.outputs.items()},
-            "tasks": [list(t) for t in p.tasks],
-            "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    except BaseException:  # stopped while sbatch ran: what it may have queued is canceled, the run stays listed
+        withdraw(p.run_dir, None)
+        raise
     records.write_meta(p.run_dir, meta)
     return meta
+
+
+def withdraw(run_dir: str, job_id: str | None) -> None:
+    """Cancel the run's job (``job_id``, or the one carrying its marker when sbatch was stopped before it
+    answered), recording the request first so the run reads Canceled; never raises (it runs on the way out)."""
+    try:
+        records.request_cancel(run_dir)
+        marker = commands.run_marker(run_dir)
+        for found in ([job_id] if job_id else commands.jobs_of(marker)):
+            commands.cancel(found, marker)
+    except (OSError, UserError):
+        pass
 
 
 def fill_run_folder(p: SlurmJobPlan) -> None:
