@@ -108,14 +108,20 @@ def run_pipeline(pp: SlurmPipelinePlan) -> dict:
                 withdraw(queued.plan.run_dir, ids[queued.name])
         if isinstance(exc, UserError):
             raise UserError(f"step {step.name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+        if isinstance(exc, (_Stopped, KeyboardInterrupt)):
+            signum = exc.signum if isinstance(exc, _Stopped) else signal.SIGINT
+            raise UserError(f"pipeline {pp.name}: stopped by {signal.Signals(signum).name} while its steps were "
+                            "submitted; the steps already queued are canceled",
+                            hint=f"'amldist job show {pp.name}' shows them", exit_code=128 + signum) from None
         raise
     print(f"pipeline {pp.name}: " + ", ".join(f"{n} = Slurm job {i}" for n, i in ids.items()), flush=True)
     return _record(pp, ids)
 
 
 def _record(pp: SlurmPipelinePlan, ids: dict) -> dict:
-    meta = {"kind": "pipeline", "name": pp.name, "outputs": dict(pp.outputs),
-            "steps": [{"name": s.name, "needs": list(s.needs), "run_dir": s.plan.run_dir, "job_id": ids[s.name]}
+    rel = lambda path: os.path.relpath(path, pp.run_dir)  # the folder reads the same once moved
+    meta = {"kind": "pipeline", "name": pp.name, "outputs": {k: rel(v) for k, v in pp.outputs.items()},
+            "steps": [{"name": s.name, "needs": list(s.needs), "run_dir": rel(s.plan.run_dir), "job_id": ids[s.name]}
                       for s in pp.steps]}
     records.write_meta(pp.run_dir, meta)
     return meta
@@ -123,6 +129,10 @@ def _record(pp: SlurmPipelinePlan, ids: dict) -> dict:
 
 class _Stopped(BaseException):
     """SIGTERM (or SIGHUP) while the steps are submitted: unwinds like Ctrl-C, so the queued steps are canceled."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 @contextlib.contextmanager
@@ -134,7 +144,7 @@ def _signals_raise():
         return
 
     def stop(signum, frame):
-        raise _Stopped(signal.Signals(signum).name)
+        raise _Stopped(signum)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:

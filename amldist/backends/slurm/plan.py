@@ -82,6 +82,7 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     run_root = os.path.abspath(options.run_root)
     name = job_name(options.name or job.name, run_root, "Slurm run")
     run_dir = os.path.join(run_root, name)
+    script.check_run_folder(run_dir)
     code_source = code_folder(job.code, prepared.base_dir, file)
     if not isinstance(job.command, str) or not job.command.strip():
         raise UserError(f"{file}: the job has no command to run")
@@ -169,7 +170,8 @@ def describe(p: SlurmJobPlan, *, cwd: str | None = None) -> str:
                  + (" (+ amldist/runtime)" if p.add_runtime else ""))
     lines += [f"additional include: {rel(i.source)} -> {rel(p.run_dir)}/code/{i.name}" for i in p.includes]
     lines += [f"output {n}: {rel(path)}" for n, (path, _) in p.outputs.items()]
-    lines.append("sbatch options: " + " ".join(shlex.quote(o) for o in p.sbatch_options))
+    options = p.sbatch_options + script.command_line_options(p.run_dir)
+    lines.append("sbatch options: " + " ".join(shlex.quote(o) for o in options))
     lines.append("environment of every task: this shell's (sbatch --export=ALL)"
                  + (f" minus launcher variables ({', '.join(p.removed)})" if p.removed else "")
                  + ", plus (carried as AMLDIST_V_<NAME>, never read by sbatch or srun):")

@@ -37,6 +37,7 @@ to its processes.
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 
@@ -65,10 +66,10 @@ def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, g
     """The ``#SBATCH`` options, in the order they are written; ``tasks``: a total (tensorflow's tasks) in
     place of the tasks per node; ``marker``: the run's (``--comment``, how amldist knows its jobs).
 
-    No path is written here: ``sbatch`` runs in ``<run>/code`` (the job's working folder) and the job's own
-    output goes to ``../slurm_job.txt`` from there, so a ``#`` (which ends an ``#SBATCH`` line) or a ``%``
-    (one of Slurm's file name patterns) in the project's path can never send it elsewhere. The values
-    given by the user (``--time``, ``--partition``, ``--account``) are checked by :func:`check_option`."""
+    No path is written here (a ``#`` in the project's path would end an ``#SBATCH`` line): ``sbatch`` runs in
+    ``<run>/code`` (the job's working folder) and gets the output file on its command line
+    (:func:`command_line_options`). The values given by the user (``--time``, ``--partition``,
+    ``--account``) are checked by :func:`check_option`."""
     per = f"--ntasks={tasks}" if tasks else f"--ntasks-per-node={tasks_per_node}"
     options = [f"--job-name={name}", f"--nodes={nodes}", per]
     if gpus_per_node:
@@ -77,8 +78,24 @@ def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, g
                                                        ("account", account)) if value]
     # --no-requeue: a job whose node fails ends Failed, as on Azure ML, instead of starting over in the same
     # run folder (Slurm's default requeues a batch job after a node failure)
-    options += [f"--comment={marker}", "--output=../slurm_job.txt", "--export=ALL", "--no-requeue"]
+    options += [f"--comment={marker}", "--export=ALL", "--no-requeue"]
     return tuple(options)
+
+
+def command_line_options(run_dir: str) -> tuple[str, ...]:
+    """What ``sbatch`` gets on its command line, beside the script: Slurm's own output file, in the run folder.
+    Slurm reads ``%`` in a file name as a pattern (``%j``: the job id), so each is written ``%%``; a
+    backslash would turn the patterns off (and is dropped), so a run folder's path holding one is refused
+    at plan time (:func:`check_run_folder`)."""
+    return (f"--output={os.path.join(run_dir, 'slurm_job.txt').replace('%', '%%')}",)
+
+
+def check_run_folder(run_dir: str) -> None:
+    """One line for a run folder's path that Slurm cannot be given as a file name (see
+    :func:`command_line_options`)."""
+    if "\\" in run_dir or "\n" in run_dir:
+        raise UserError(f"the Slurm run folder {run_dir!r} has a backslash or a newline in its path, which "
+                        "Slurm's file names cannot hold", hint="submit from a folder whose path has neither")
 
 
 OPTION_VALUE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.,:+@=-]{0,127}\Z")  # \Z: "$" would let a newline in

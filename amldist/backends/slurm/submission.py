@@ -15,7 +15,7 @@ import time
 
 from amldist.engine import launchers
 from amldist.engine.run_folder import fill_job_and_code, new_run_folder, python_wrappers
-from amldist.backends.slurm import commands, records
+from amldist.backends.slurm import commands, records, script
 from amldist.backends.slurm.plan import SlurmJobPlan
 from amldist.errors import UserError
 
@@ -30,9 +30,10 @@ def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
     job's working folder: no path in the script, :func:`amldist.backends.slurm.script.sbatch_options`)."""
     fill_run_folder(p)
     env = commands.environment(launchers.clean_environ(os.environ), dict(p.environment))
-    extra = (f"--dependency=afterok:{':'.join(after)}", "--kill-on-invalid-dep=yes") if after else ()
+    extra = script.command_line_options(p.run_dir)
+    extra += (f"--dependency=afterok:{':'.join(after)}", "--kill-on-invalid-dep=yes") if after else ()
     meta = {"job_id": None, "name": p.job_name, "launch": p.launch, "nodes": p.nodes,
-            "tasks_per_node": p.tasks_per_node, "outputs": {k: list(v) for k, v in p.outputs.items()},
+            "tasks_per_node": p.tasks_per_node, "outputs": {k: [os.path.relpath(path, p.run_dir), kind] for k, (path, kind) in p.outputs.items()},
             "tasks": [[label, log, node] for label, log, node in p.tasks],
             "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     records.write_meta(p.run_dir, meta)

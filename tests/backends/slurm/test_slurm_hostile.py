@@ -101,6 +101,7 @@ def hostile_copy(project, name: str, edit) -> Path:
     target = project / ".amldist" / "slurm" / name
     shutil.copytree(source, target, symlinks=True)
     meta = json.loads((target / "slurm.json").read_text())
+    meta["name"] = name
     edit(meta)
     (target / "slurm.json").write_text(json.dumps(meta))
     return target
@@ -109,7 +110,8 @@ def hostile_copy(project, name: str, edit) -> Path:
 def test_a_hostile_run_folder_is_one_line_or_a_correct_answer(project, bystander, tmp_path):
     test_values_and_paths_never_change_the_jobs_options_or_where_its_output_goes(project, bystander)
     (tmp_path / "precious.txt").write_text("keep me\n")
-    hostile_copy(project, "stolen", lambda m: m.update(job_id=bystander))
+    stolen = hostile_copy(project, "stolen", lambda m: m.update(job_id=bystander))
+    (stolen / "state" / "exit_code").unlink()  # its status comes from Slurm: the bystander's, were the id trusted
     hostile_copy(project, "flag", lambda m: m.update(job_id="--user=root"))
     hostile_copy(project, "escape", lambda m: m.update(outputs={"out": [str(tmp_path), "uri_folder"]}))
     hostile_copy(project, "dots", lambda m: m.update(outputs={"../../x": [str(project), "uri_folder"]}))
@@ -131,7 +133,7 @@ def test_a_hostile_run_folder_is_one_line_or_a_correct_answer(project, bystander
     os.symlink(tmp_path / "precious.txt", odd / "state" / "cancel_requested")
 
     listed = run(project, "job", "list", "--slurm")
-    assert "vals" in listed.out and "odd" in listed.out
+    assert {line.split()[0] for line in listed.out.splitlines()[1:]} == {"vals", "odd", "stolen"}, listed.out
     warned = [line for line in listed.err.splitlines() if line.startswith("warning:")]
     assert len(warned) == 5 and all("slurm.json" in w for w in warned), listed.err  # flag escape dots logname fifo
     for name in ("flag", "escape", "dots", "logname", "fifo"):
@@ -139,8 +141,8 @@ def test_a_hostile_run_folder_is_one_line_or_a_correct_answer(project, bystander
                      ("job", "cancel", name, "--slurm"), ("job", "download", name, "--slurm", "-o", "dl")):
             shown = run(project, *verb, codes=(1, 2))
             assert shown.seconds < 20 and "slurm.json" in shown.err, (verb, shown.err)
-    stolen = run(project, "job", "cancel", "stolen", "--slurm")  # the bystander's id, not this run's job
-    assert in_queue(bystander), stolen.err
+    canceled = run(project, "job", "cancel", "stolen", "--slurm")  # the bystander's id, not this run's job
+    assert in_queue(bystander), canceled.err
     assert json.loads(run(project, "job", "show", "stolen", "--slurm", "--format", "json").out)["status"] == "Failed"
 
     assert run(project, "job", "logs", "odd", "--slurm").out == ""
