@@ -137,3 +137,45 @@ def test_a_components_additional_includes_reach_its_code_folder(tmp_path):
     assert (tmp_path / "runs" / p.job_name / "code" / "train.py").is_file()
     wrapper = tmp_path / "runs" / p.job_name / "bin" / "python"  # `python` in every task is the plan's
     assert p.python in wrapper.read_text() and os.access(wrapper, os.X_OK)
+
+
+@pytest.mark.parametrize("flag, value", [("partition", "gpu\n#SBATCH --wrap=x"), ("partition", "a b"),
+                                         ("account", "x%j"), ("time", "1:00'"), ("account", "back\\slash")])
+def test_a_value_that_cannot_be_one_sbatch_word_is_one_line(tmp_path, flag, value):
+    with pytest.raises(UserError) as caught:
+        make_plan(tmp_path, "command: echo hi\n", **{flag: value})
+    assert caught.value.message.startswith(f"--{flag} ") and "\n" not in caught.value.message
+
+
+def test_the_specs_variables_never_reach_sbatchs_own_environment(tmp_path):
+    from amldist.backends.slurm import commands
+
+    p = make_plan(tmp_path, """
+        command: echo hi
+        environment_variables: {SBATCH_TIMELIMIT: "1", SLURM_NTASKS: "9", KEEP: "yes"}
+        """)
+    env = commands.environment({"HOME": "/home/x", "AMLDIST_V_OLD": "stale"}, dict(p.environment))
+    assert not {"SBATCH_TIMELIMIT", "SLURM_NTASKS", "KEEP", "AMLDIST_V_OLD"} & set(env)
+    assert env["AMLDIST_V_SBATCH_TIMELIMIT"] == "1" and env["AMLDIST_V_KEEP"] == "yes"
+    assert script.IMPORT_VARIABLES in p.script  # each task exports them under their own names
+    assert all("/" not in o for o in p.sbatch_options)  # no path in an #SBATCH line
+
+
+def test_a_run_folder_path_slurm_cannot_name_is_one_line_and_percent_is_escaped(tmp_path):
+    odd = tmp_path / "a\\b"
+    odd.mkdir()
+    with pytest.raises(UserError) as caught:
+        make_plan(odd, "command: echo hi\n")
+    assert "backslash" in caught.value.message
+    assert script.command_line_options("/p/x%j/run") == ("--output=/p/x%%j/run/slurm_job.txt",)
+
+
+def test_job_ids_are_only_what_sbatch_answers_and_the_marker_follows_the_folder_not_its_spelling(tmp_path):
+    from amldist.backends.slurm import commands
+
+    assert [commands.is_job_id(t) for t in ("123", "123_4", "--user=root", "12 3", "123\n", "", None)] == [
+        True, True, False, False, False, False, False]
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert commands.run_marker(str(tmp_path / "link" / "run")) == commands.run_marker(str(tmp_path / "real" / "run"))
+    assert commands.run_marker(str(tmp_path / "real" / "run")) != commands.run_marker(str(tmp_path / "real" / "other"))
