@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import time
 from datetime import datetime, timezone
 
-from amldist.backends.base import CANCELED, COMPLETED, FAILED, NOT_STARTED, RUNNING, TERMINAL
+from amldist.backends.base import CANCELED, COMPLETED, FAILED, NOT_STARTED, RUNNING, TERMINAL, signal_name
 from amldist.backends.local import proc
 from amldist.backends.local.state_retry import RetryingWrite
 
@@ -92,15 +91,6 @@ def cancel_requested(run_dir: str) -> bool:
         return stat.S_ISREG(os.lstat(os.path.join(run_dir, CANCEL_FILE)).st_mode)
     except OSError:
         return False
-
-
-def signal_name(signum: int | None) -> str | None:
-    if signum is None:
-        return None
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 def exit_code_text(code: int | None) -> str:
