@@ -30,7 +30,11 @@ class Declared:
     owners: dict  # dest -> (the flag as the user writes it, {backend names})
 
 
-def _loaded_classes(err=None) -> dict:
+_WARNED: set[str] = set()  # a broken backend is said once per process, not once per parser (`job` has six)
+
+
+def _loaded_classes() -> dict:
+    """Every backend that loads (looked up each time: what the registry's module holds now)."""
     from amldist.backends import load, names
 
     classes = {}
@@ -38,7 +42,9 @@ def _loaded_classes(err=None) -> dict:
         try:
             classes[name] = load(name)
         except UserError as exc:
-            print(f"warning: {exc.message}; left out", file=err or sys.stderr)
+            if exc.message not in _WARNED:
+                _WARNED.add(exc.message)
+                print(f"warning: {exc.message}; left out", file=sys.stderr)
     return classes
 
 
@@ -108,7 +114,8 @@ def refuse_others(args, declared: Declared, chosen: str, why: str) -> None:
                for flag in flags]
     if not foreign:
         return
-    said = " and ".join(f"{flag} (a flag of the {' and '.join(owners)} backend)" for flag, owners in foreign)
+    said = " and ".join(f"{flag} (a flag of the {' and '.join(owners)} backend{'s' if len(owners) > 1 else ''})"
+                        for flag, owners in foreign)  # in the registry's order
     backend = foreign[0][1][0]
     select = declared.classes[backend].select_flag
     raise UserError(f"{said} given, but this goes to the {chosen} backend ({why})",
