@@ -125,6 +125,17 @@ class JobRecord:
         return {**data, **details}
 
 
+def signal_name(signum: int | None) -> str | None:
+    """``SIGTERM`` for 15: how records name the signal that stopped a process (``stopped_by``, exit codes);
+    :func:`exit_code_of` reads the name back."""
+    if signum is None:
+        return None
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 def exit_code_of(record: JobRecord) -> int:
     """What ``amldist submit`` exits with for a run that ended as ``record``: 0 when it completed or is
     still running remotely, 1 when it failed, 128+N when a signal N stopped it (a cancel is SIGTERM)."""
@@ -186,28 +197,120 @@ class Plan(abc.ABC):
         """The plan as JSON-ready data (secrets masked)."""
 
 
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag a backend owns, declared as data so that ``amldist submit`` and ``amldist job``
+    add it to their parsers, in the backend's own group, and refuse it when the job goes to another backend.
+
+    ``names`` are the option strings (``("-w", "--workspace")``); ``dest`` is the field of the backend's
+    options (``submit``) or the keyword of its constructor (``job`` verbs) that gets the value; ``kwargs``
+    are argparse's (``metavar``, ``type``, ``action="store_true"``...). Two backends declaring the same
+    names share the flag (``--python`` is local's and Slurm's)."""
+
+    names: tuple[str, ...]
+    dest: str
+    help: str = ""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProcessLog:
+    """One process of an ended job as ``amldist job diagnose`` reads it: its log on this machine, its exit
+    code and when the backend saw it end (seconds since the epoch; None when it does not know)."""
+
+    label: str
+    rank: int | None
+    node: int | None
+    log: str | None
+    exit_code: int | None = None
+    exit_time: float | None = None
+
+
+@dataclass(frozen=True)
+class RunLogs:
+    """What a backend hands ``amldist job diagnose`` about one ended job (:meth:`Backend.run_logs`).
+
+    Either ``ranks`` (each process with its log, read in place) or ``folder``: logs downloaded in Azure ML's
+    layout (``user_logs/std_log_process_NN.txt``, the MPI launcher's log), found there by name. ``launcher``
+    is mpirun's own log (it names the failing rank under MPI). ``spec`` is the job's fields as its YAML has
+    them (``distribution``, ``resources``, ``environment_variables``), or ``spec_file`` a YAML file holding
+    them. ``log_times``: whether a log's modification time is when its process last wrote it (logs read
+    where they were written), not when they were downloaded. ``step``: a pipeline's step these logs are of.
+    """
+
+    name: str
+    status: str
+    backend: str = ""
+    ranks: tuple[ProcessLog, ...] = ()
+    folder: str | None = None
+    launcher: ProcessLog | None = None
+    spec: Mapping[str, Any] | None = None
+    spec_file: str | None = None
+    log_times: bool = True
+    step: str | None = None
+
+
+def first_failed_step(record: JobRecord) -> StepRecord | None:
+    """The failed step of a pipeline that started first (the one whose failure the others followed)."""
+    failed = [s for s in record.steps if s.status == FAILED]
+    return min(failed, key=lambda s: s.start_time or "") if failed else None
+
+
 O = TypeVar("O", bound=Options)
 P = TypeVar("P", bound=Plan)
 
 
 class Backend(abc.ABC, Generic[O, P]):
-    """A place jobs run (see the module docstring). Subclasses set ``name`` and ``options_type``."""
+    """A place jobs run (see the module docstring). Subclasses set ``name`` and ``options_type``, and may
+    declare their flags (``submit_flags``, ``job_flags``, ``select_flag``)."""
 
     name: ClassVar[str] = ""
     options_type: ClassVar[type[Options]] = Options
+    select_flag: ClassVar[str | None] = None  # a flag that picks this backend: an alias of --backend NAME
+    submit_flags: ClassVar[tuple[Flag, ...]] = ()  # `amldist submit`'s flags that fill options_type's fields
+    job_flags: ClassVar[tuple[Flag, ...]] = ()  # `amldist job VERB`'s flags: where to look (constructor keywords)
+
+    @classmethod
+    def from_args(cls, args) -> "Backend":
+        """The backend the job verbs use, built from its ``job_flags`` (each ``dest`` a constructor keyword)."""
+        return cls(**{f.dest: getattr(args, f.dest) for f in cls.job_flags if getattr(args, f.dest, None) is not None})
 
     def options(self, args=None, **given) -> O:
         """This backend's typed options, from CLI arguments and/or keywords."""
         return self.options_type.from_args(args, **given)
 
-    # --- submit: plan (pure), then run (acts) -------------------------------------------------
-    @abc.abstractmethod
+    # --- submit: plan (pure), then run (acts); jobs and pipelines told apart here, once -------------
     def plan(self, prepared, options: O) -> P:
-        """Everything the run will do; starts, writes and sends nothing."""
+        """Everything the run will do; starts, writes and sends nothing. A pipeline goes to
+        :meth:`plan_pipeline` (its steps already typed jobs), anything else to :meth:`plan_job`."""
+        from amldist.submit.pipeline import PreparedPipeline
+
+        if isinstance(prepared, PreparedPipeline):
+            return self.plan_pipeline(prepared, options)
+        return self.plan_job(prepared, options)
+
+    def run(self, plan: P) -> JobRecord:
+        """Do what ``plan`` says (:meth:`run_pipeline` for a pipeline's plan, else :meth:`run_job`); the
+        record of the run as it stands at the end of the call."""
+        return self.run_pipeline(plan) if plan.kind == "pipeline" else self.run_job(plan)
 
     @abc.abstractmethod
-    def run(self, plan: P) -> JobRecord:
-        """Do what ``plan`` says; the record of the run as it stands at the end of the call."""
+    def plan_job(self, prepared, options: O) -> P:
+        """The plan of one command job (:class:`~amldist.submit.prepared.PreparedJob`)."""
+
+    @abc.abstractmethod
+    def run_job(self, plan: P) -> JobRecord:
+        """Run a job's plan."""
+
+    def plan_pipeline(self, prepared, options: O) -> P:
+        """The plan of a pipeline (:class:`~amldist.submit.pipeline.PreparedPipeline`); by default refused."""
+        from amldist.errors import UserError
+
+        raise UserError(f"the {self.name} backend runs single jobs, not pipelines",
+                        hint="submit each step's job, or choose a backend that runs pipelines")
+
+    def run_pipeline(self, plan: P) -> JobRecord:
+        raise NotImplementedError(f"{type(self).__name__} plans pipelines but does not run them")
 
     def describe(self, plan: P) -> str:
         return plan.describe()
@@ -215,6 +318,15 @@ class Backend(abc.ABC, Generic[O, P]):
     def has(self, name: str) -> bool:
         """Whether this backend knows a job called ``name`` without asking a service (``amldist job NAME``
         goes to the backend that has it); False unless a backend can tell cheaply."""
+        return False
+
+    def has_any(self) -> bool:
+        """Whether this backend holds jobs it can list without asking a service (``amldist job list`` with no
+        flag lists the first backend that does)."""
+        return False
+
+    def can_look_up(self) -> bool:
+        """Whether a NAME that no backend ``has`` may still be this backend's (a configured service to ask)."""
         return False
 
     def show_text(self, record: JobRecord) -> str:
@@ -247,3 +359,30 @@ class Backend(abc.ABC, Generic[O, P]):
     def download(self, name: str, destination: str, *, output_name: str | None = None,
                  all_outputs: bool = False, step: str | None = None) -> list[str]:
         """Copy the logs (and outputs) as ``az ml job download`` does; the paths written."""
+
+    # --- what `amldist job diagnose` reads -----------------------------------------------------
+    def run_logs(self, name: str, folder: str) -> RunLogs:
+        """The logs of ended job ``name`` (a pipeline: of its failed step that started first), for the
+        diagnosis. By default :meth:`download` fetches them into ``folder`` (a fresh temporary folder) in
+        Azure ML's layout, and the record's ranks give each rank's exit code; a backend whose logs are on
+        this machine returns them in place instead."""
+        record = ended_record(self, name)
+        step = first_failed_step(record) if record.kind == "pipeline" else None
+        if record.kind == "pipeline" and step is None:
+            return RunLogs(name, record.status, self.name)
+        self.download(name, folder, step=step.name if step else None)
+        ranks = tuple(ProcessLog(r.label, r.rank, r.node, None, r.exit_code) for r in record.ranks)
+        return RunLogs(name, record.status, self.name, ranks=ranks, folder=folder, log_times=False,
+                       step=step.name if step else None)
+
+
+def ended_record(backend: Backend, name: str) -> JobRecord:
+    """``name``'s record once it has ended; one line (exit 1) while it runs: a diagnosis reads what it left."""
+    record = backend.show(name)
+    if not record.ended:
+        from amldist.errors import UserError
+
+        raise UserError(f"job {name} is {record.status}; its logs can be diagnosed once it has ended", exit_code=1,
+                        hint="'amldist job cancel NAME' ends a job that hangs; with AMLDIST_STALL_TIMEOUT set "
+                        "it ends by itself, naming the stuck rank")
+    return record

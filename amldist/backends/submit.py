@@ -43,19 +43,31 @@ class Submission:
 
 def choose_backend(job, *, local: bool = False) -> str:
     """``local`` for --local or ``compute: local`` (any case), else ``azureml``."""
+    return chosen_backend(job, local=local)[0]
+
+
+def chosen_backend(job, *, local: bool = False, backend: str | None = None) -> tuple[str, str]:
+    """(the backend's name, what chose it): ``backend`` as named, ``local`` for --local or ``compute: local``
+    (any case), else ``azureml``, the default."""
+    if backend:
+        return backend, "--backend " + backend
+    if local:
+        return "local", "--local"
     compute = getattr(job, "compute", None)
-    if local or (isinstance(compute, str) and compute.strip().lower() in ("local", "azureml:local")):
-        return "local"
-    return "azureml"
+    if isinstance(compute, str) and compute.strip().lower() in ("local", "azureml:local"):
+        return "local", f"compute: {compute.strip()}"
+    return "azureml", "the default"
 
 
 def submit(source, *, local: bool = False, backend: str | None = None, dry_run: bool = False, sets=(), inputs=(),
            instance_count: int | None = None, process_count_per_instance: int | None = None, args=None,
-           out=None, err=None, **options) -> Submission:
+           out=None, err=None, before_plan=None, **options) -> Submission:
     """Prepare ``source`` (see the module docstring), plan it on ``backend`` (default: chosen as
     :func:`choose_backend` says) with the options from ``args`` (parsed CLI arguments) and ``options``,
     then print the plan (``dry_run``) or run it. Diagnostics and warnings go to ``err``; the dry run's
-    text to ``out``. SpecInvalid (exit 1) when the spec has errors: nothing is started or sent."""
+    text to ``out``. SpecInvalid (exit 1) when the spec has errors: nothing is started or sent.
+    ``before_plan(name, why)`` is called with the chosen backend before it plans (the CLI refuses another
+    backend's flags there)."""
     err = err or sys.stderr
     with _as_file(source) as path:
         try:
@@ -67,7 +79,10 @@ def submit(source, *, local: bool = False, backend: str | None = None, dry_run: 
             raise
         for diagnostic in prepared.warnings:
             print(diagnostic.to_text(), file=err)
-        chosen = get_backend(backend or choose_backend(prepared.job, local=local))
+        name, why = chosen_backend(prepared.job, local=local, backend=backend)
+        if before_plan is not None:
+            before_plan(name, why)
+        chosen = get_backend(name)
         plan = chosen.plan(prepared, chosen.options(args, dry_run=dry_run or None, **options))
         if dry_run:
             print(plan.describe(), file=out or sys.stdout)

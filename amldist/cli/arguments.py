@@ -7,22 +7,12 @@ at import time: the CLI imports them all to build ``--help``, and heavy imports
 """
 
 NAMES = ("validate", "vm_sizes", "convert", "submit", "job")
+BACKEND_COMMANDS = ("submit", "job")  # their parsers carry every backend's own flags (importing the backends)
 
 
 def count_option(field: str):
-    """argparse ``type=`` for the count called ``field`` (:mod:`amldist.rules.counts`): the same rule
-    as in a spec, a usage error (exit 2) otherwise."""
+    """argparse ``type=`` for the count called ``field``: :func:`amldist.rules.counts.count_option` (backends
+    declare their flags with it too)."""
+    from amldist.rules.counts import count_option as rule
 
-    def parse(text: str) -> int:
-        import argparse
-
-        from amldist.rules import counts
-
-        minimum, maximum = counts.limits(field)
-        try:
-            return counts.parse_count(text, minimum=minimum, maximum=maximum)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = field  # argparse names the option's type in its messages
-    return parse
+    return rule(field)

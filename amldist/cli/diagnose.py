@@ -1,9 +1,10 @@
 """``amldist job diagnose NAME [--format json]``: which rank failed first, why, and what to change.
 
-For a local run it reads the run folder (every rank's log, exit code and end time); for an Azure
-ML job it downloads the logs with ``MLClient.jobs.download`` (every rank's
-``user_logs/std_log_process_NN.txt`` and the MPI log) into a temporary folder. Where the job is
-looked for is ``amldist job``'s rule (``--local``/``--run-root``, or the workspace flags).
+Every backend hands over the run's logs through the contract (``Backend.run_logs``): a local or Slurm
+run's where they were written (every rank's log, exit code and end time), an Azure ML job's downloaded
+with ``MLClient.jobs.download`` (every rank's ``user_logs/std_log_process_NN.txt`` and the MPI log)
+into a temporary folder, an installed backend's through its own ``download``. Where the job is looked
+for is ``amldist job``'s rule (``--backend``/``--local``/``--slurm``, or a backend's own flags).
 
 Exit codes: 0 a cause was found (or nothing failed), 1 the job failed for a reason amldist cannot
 name (the first failing rank's log tail is shown), 2 a usage mistake or a job that does not exist.
@@ -12,13 +13,12 @@ name (the first failing rank's log tail is shown), 2 a usage mistake or a job th
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
-def add_verb(verbs, where_options, is_local) -> None:
-    """Register ``diagnose`` beside the other ``amldist job`` verbs; ``where_options`` and ``is_local``
-    are ``amldist job``'s own (where a job is looked for is decided in one place)."""
+def add_verb(verbs, where_options, resolve) -> None:
+    """Register ``diagnose`` beside the other ``amldist job`` verbs; ``where_options`` and ``resolve`` are
+    ``amldist job``'s own (where a job is looked for is decided in one place: :func:`amldist.cli.job.resolve`)."""
     sub = verbs.add_parser("diagnose", help="the first rank that failed, its cause and the spec field to change",
                            description="Find the first rank that failed (by time), match its log against known "
                            "failures (Python exceptions, CUDA/host out of memory, Duplicate GPU, NCCL on sockets, "
@@ -30,7 +30,7 @@ def add_verb(verbs, where_options, is_local) -> None:
     sub.add_argument("--vm-size", metavar="SIZE", help="the nodes' VM size when the job does not name it "
                      "(a compute cluster's size); used for GPU counts and InfiniBand")
     where_options(sub)
-    sub.set_defaults(func=run, is_local=is_local)
+    sub.set_defaults(func=run, resolve=resolve)
 
 
 def run(args) -> int:
@@ -41,20 +41,9 @@ def run(args) -> int:
         raise UserError("'amldist job diagnose' needs the job's name", hint="amldist job diagnose NAME")
     if args.name and args.name_option and args.name != args.name_option:
         raise UserError(f"two job names given: {args.name!r} and -n {args.name_option!r}")
-    if getattr(args, "slurm", False):  # the shared where-options offer it; the diagnosis reads local and Azure runs
-        raise UserError("'amldist job diagnose' reads local runs and Azure ML jobs, not Slurm jobs yet",
-                        hint=f"amldist job show {name} --slurm names the failed rank; "
-                        f"amldist job logs {name} --slurm shows its log")
-    run_root = os.path.abspath(args.run_root or ".amldist/runs")
-    if args.is_local(args, run_root, name):
-        from amldist.diagnosis.local import diagnose_run
+    from amldist.diagnosis.backend import diagnose_job
 
-        result = diagnose_run(run_root, name, vm_size=args.vm_size)
-    else:
-        from amldist.diagnosis.azure import diagnose_job
-
-        result = diagnose_job(name, workspace=args.workspace, resource_group=args.resource_group,
-                              subscription=args.subscription, vm_size=args.vm_size)
+    result = diagnose_job(args.resolve(args, name), name, vm_size=args.vm_size)
     return show(result, json_output=args.format == "json")
 
 
@@ -70,21 +59,20 @@ def show(result, *, json_output: bool = False, out=None) -> int:
     return result.exit_code
 
 
-def after_local_run(plan, code: int, *, err=None) -> None:
-    """``amldist submit --local``: a failed run ends with its diagnosis (best effort: a run folder that
-    cannot be read says nothing more)."""
-    run_dir = getattr(plan, "run_dir", None)
-    if code in (0, None) or not run_dir or not os.path.isdir(run_dir):
+def after_run(backend, record, *, err=None) -> None:
+    """``amldist submit``: a run that ended Failed while submit waited (a local run) ends with its diagnosis
+    (best effort: logs that cannot be read say nothing more)."""
+    if record.status not in ("Failed", "Canceled"):  # Canceled: a timeout may name a stuck rank
         return
-    from amldist.diagnosis.local import diagnose_run
+    from amldist.diagnosis.backend import diagnose_job
     from amldist.diagnosis.report import to_text
     from amldist.errors import UserError
 
     try:
-        result = diagnose_run(os.path.dirname(run_dir), os.path.basename(run_dir))
-    except (UserError, OSError, ValueError):  # a run folder that cannot be read: the run's own report stands
+        result = diagnose_job(backend, record.name)
+    except (UserError, OSError, ValueError):  # logs that cannot be read: the run's own report stands
         return
     if result.rank is None:
         return
-    print("--- diagnosis (amldist job diagnose " + os.path.basename(run_dir) + ") ---", file=err or sys.stderr)
+    print(f"--- diagnosis (amldist job diagnose {record.name}) ---", file=err or sys.stderr)
     print(to_text(result), file=err or sys.stderr)

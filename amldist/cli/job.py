@@ -1,12 +1,14 @@
 """``amldist job list | show NAME | logs NAME | cancel NAME | download NAME``: after submit, as ``az ml job``.
 
-Where the job is looked for:
+Where the job is looked for (:func:`resolve`):
 
-- ``--local`` (or ``--run-root DIR``): local runs, in ``.amldist/runs/`` of the current folder;
-- ``-w/--workspace-name``, ``-g/--resource-group`` or ``--subscription``: that Azure ML workspace;
-- neither: a NAME that is a local run is local, any other NAME is looked up in the workspace that
-  ``AZUREML_ARM_*`` or ``config.json`` name (as for ``submit``); ``list`` lists the local runs
-  when there are any or no workspace is configured, else the workspace's jobs.
+- ``--backend NAME`` or its alias (``--local``, ``--slurm``): that backend, built from its own flags;
+- a backend's own flags (``--run-root DIR``: local runs; ``-w/-g/--subscription``: that Azure ML
+  workspace): that backend; flags of two backends are one error line;
+- neither: the first backend that has a job called NAME (local runs, then Slurm runs, then installed
+  backends that can tell), else one that can look it up (the workspace that ``AZUREML_ARM_*`` or
+  ``config.json`` name, as for ``submit``); ``list`` lists the first backend that holds jobs (the local
+  runs), else the workspace's jobs.
 
 Every verb is one method of the backend (:class:`amldist.backends.base.Backend`: ``list``, ``show``,
 ``logs``, ``cancel``, ``download``), each giving a :class:`~amldist.backends.base.JobRecord`, jobs and
@@ -20,18 +22,24 @@ Heavy imports (azure-ai-ml) happen inside the verbs.
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import os
 import sys
 
+from amldist.cli import backend_flags
 
-def register(subparsers) -> None:
+
+def register(subparsers, *, backends: bool = True) -> None:
+    """The ``job`` parsers; ``backends``: with every backend's flags (False: the backends are not imported)."""
     parser = subparsers.add_parser(
         "job", help="list, show, follow, cancel and download jobs (local runs and Azure ML jobs)",
         description="After submit: see, follow, cancel and fetch jobs, local runs (.amldist/runs/) and Azure ML "
         "jobs alike, as 'az ml job' does.",
     )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    where = functools.partial(_where_options, backends=backends)
     for verb, help_text in (
         ("list", "list jobs, newest first"),
         ("show", "status, start, duration, exit codes, outputs and the studio URL of a job"),
@@ -43,7 +51,7 @@ def register(subparsers) -> None:
         if verb != "list":
             sub.add_argument("name", nargs="?", metavar="NAME", help="the job's name")
             sub.add_argument("-n", "--name", dest="name_option", metavar="NAME", help="the job's name (as az ml)")
-        _where_options(sub)
+        where(sub)
         if verb in ("list", "show"):
             sub.add_argument("--format", choices=("text", "json"), default="text", help="output format")
         if verb == "list":
@@ -64,24 +72,16 @@ def register(subparsers) -> None:
         sub.set_defaults(func=run)
     from amldist.cli import diagnose  # `job diagnose` lives in its own module
 
-    diagnose.add_verb(verbs, _where_options, _is_local)
+    diagnose.add_verb(verbs, where, resolve)
 
 
-def _where_options(parser) -> None:
-    group = parser.add_argument_group("where the job is")
-    group.add_argument("--local", action="store_true", help="local runs only")
-    group.add_argument("--run-root", metavar="DIR", default=None,
-                       help="folder of the local runs (default: .amldist/runs); implies --local")
-    group.add_argument("-w", "--workspace-name", "--workspace", dest="workspace", metavar="W",
-                       help="Azure ML workspace name")
-    group.add_argument("-g", "--resource-group", dest="resource_group", metavar="G",
-                       help="resource group of the workspace")
-    group.add_argument("--subscription", "-s", dest="subscription", metavar="S", help="subscription id")
-    group.add_argument("--slurm", action="store_true", help="jobs submitted with --slurm (in .amldist/slurm)")
+def _where_options(parser, backends: bool = True) -> None:
+    """``--backend NAME``, the select flags (``--local``, ``--slurm``) and each backend's ``job_flags``."""
+    declared = backend_flags.add(parser, "job") if backends else None
+    parser.set_defaults(declared=declared)
 
 
 def run(args) -> int:
-    from amldist.backends import get_backend
     from amldist.errors import UserError
 
     name = args.name_option if getattr(args, "name_option", None) else getattr(args, "name", None)
@@ -91,57 +91,46 @@ def run(args) -> int:
         if getattr(args, "name", None) and args.name_option and args.name != args.name_option:
             raise UserError(f"two job names given: {args.name!r} and -n {args.name_option!r}")
     args.job_name = name
-    run_root = os.path.abspath(args.run_root or ".amldist/runs")
-    other = _other_backend(args, name)
-    if other is not None:
-        backend = other
-    elif _is_local(args, run_root, name):
-        backend = get_backend("local", run_root=run_root)
-    else:
-        backend = get_backend("azureml", workspace=args.workspace, resource_group=args.resource_group,
-                              subscription=args.subscription)
-    return VERB_HANDLERS[args.verb](backend, args, name)
+    return VERB_HANDLERS[args.verb](resolve(args, name), args, name)
 
 
-def _other_backend(args, name: str | None):
-    """A backend beyond local and azureml (slurm) that its flag names, or that holds a job called NAME."""
-    from amldist.backends import BACKENDS, get_backend
-
-    for key in BACKENDS:
-        if key in ("local", "azureml"):
-            continue
-        if getattr(args, key, False):
-            return get_backend(key)
-        if name is not None and not (args.local or args.run_root):
-            backend = get_backend(key)
-            if backend.has(name):  # Backend.has: False unless the backend can tell cheaply
-                return backend
-    return None
-
-
-def _is_local(args, run_root: str, name: str | None) -> bool:
-    from amldist.backends.azureml.workspace import resolve_workspace
-    from amldist.backends.local.jobs import has_run, run_names
+def resolve(args, name: str | None):
+    """The backend the job is looked for in (see the module docstring), built from its own flags."""
     from amldist.errors import UserError
 
-    azure_flags = any((args.workspace, args.resource_group, args.subscription))
-    if args.local or args.run_root:
-        if azure_flags:
-            raise UserError("--local/--run-root and a workspace (-w/-g/--subscription) are given together",
-                            hint="pick one: local runs, or the workspace's jobs")
-        return True
-    if azure_flags:
-        return False
-    if name is not None and has_run(run_root, name):
-        return True
-    configured = resolve_workspace(os.environ, os.getcwd()) is not None
+    declared = args.declared
+    chosen = backend_flags.selected(args, declared)
+    if chosen is not None:
+        backend_flags.refuse_others(args, declared, *chosen)
+        return declared.classes[chosen[0]].from_args(args)
+    given = backend_flags.given_for(args, declared)  # {owners: [flags]}: each flag's backends
+    if not given:
+        return _found(declared, name)
+    common = set.intersection(*(set(owners) for owners in given))
+    if not common:
+        flags = [flag for group in given.values() for flag in group]
+        owners = sorted({name for group in given for name in group})
+        raise UserError(f"{' and '.join(flags)} are flags of different backends ({', '.join(owners)}) given together",
+                        hint="pick one: each backend looks for its own jobs")
+    return declared.classes[next(n for n in declared.classes if n in common)].from_args(args)
+
+
+def _found(declared, name: str | None):
+    """No flag: the first backend that has NAME (or, for ``list``, has any job), else one that can look it up."""
+    from amldist.errors import UserError
+
+    backends = [cls.from_args(argparse.Namespace()) for cls in declared.classes.values()]
+    for backend in backends:
+        if backend.has(name) if name is not None else backend.has_any():
+            return backend
+    remote = next((b for b in backends if b.can_look_up()), None)
+    if remote is not None:
+        return remote
     if name is None:
-        return bool(run_names(run_root)) or not configured
-    if not configured:
-        raise UserError(f"no local run named {name!r} in {os.path.relpath(run_root)}, and no Azure ML workspace "
-                        "is configured", hint="'amldist job list' shows the local runs; for an Azure ML job pass "
-                        "-w WORKSPACE -g GROUP --subscription S (or use a config.json)")
-    return False
+        return backends[0]  # the first one (local): `job list` then says it has no runs
+    raise UserError(f"no job named {name!r} (looked in: {', '.join(b.name for b in backends)}), and no Azure ML "
+                    "workspace is configured", hint="'amldist job list' shows the local runs; for an Azure ML job "
+                    "pass -w WORKSPACE -g GROUP --subscription S (or use a config.json)")
 
 
 def _print_json(data) -> None:

@@ -13,11 +13,13 @@ import sys
 
 from amldist import __version__
 from amldist.cli import closed_output, global_options
-from amldist.cli.arguments import NAMES
+from amldist.cli.arguments import BACKEND_COMMANDS, NAMES
 from amldist.errors import UserError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; the backends' own flags (which import every backend) only when ``argv`` runs a
+    command that takes them, or prints the completion script (None: always)."""
     parser = argparse.ArgumentParser(
         prog="amldist",
         description="Distributed training jobs for Azure Machine Learning: validate specs, convert legacy ones, "
@@ -29,14 +31,20 @@ def build_parser() -> argparse.ArgumentParser:
     global_options.add_to(parser)
     parser.add_argument("--version", action="version", version=f"amldist {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    command = next((word for word in argv or () if not word.startswith("-")), None)
+    backends = argv is None or command in BACKEND_COMMANDS or "--print-completion" in argv
     for name in NAMES:
-        importlib.import_module(f"amldist.cli.{name}").register(subparsers)
+        module = importlib.import_module(f"amldist.cli.{name}")
+        if name in BACKEND_COMMANDS:
+            module.register(subparsers, backends=backends)
+        else:
+            module.register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv, flags = global_options.take(sys.argv[1:] if argv is None else list(argv))
-    parser = build_parser()
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help, --version, usage errors (2)

@@ -1,14 +1,16 @@
 """``amldist submit FILE``: run a command job locally or send it to an Azure ML workspace.
 
-    amldist submit FILE [--local] [--dry-run] [--set PATH=VALUE]... [--input NAME=VALUE]...
-                   [--instance-count N] [--process-count-per-instance N]
-                   [--workspace W --resource-group G --subscription S] [--stream] [--name NAME]
+    amldist submit FILE [--backend NAME | --local | --slurm] [--dry-run] [--set PATH=VALUE]...
+                   [--input NAME=VALUE]... [--instance-count N] [--process-count-per-instance N]
+                   [--stream] [--name NAME] [the chosen backend's flags: -w W -g G --subscription S, ...]
 
 FILE is a v2 command job, a v2 command component or a legacy DistributedComponent (run as a
 job). The spec is validated after the overrides; with an error nothing is sent or started
 (the diagnostics are printed as ``amldist validate`` prints them; exit 1).
 
-The backend is ``local`` with ``--local`` or ``compute: local`` in the job, else ``azureml``.
+The backend is the one ``--backend NAME`` names (``--local`` and ``--slurm`` are aliases), else ``local``
+for ``compute: local`` in the job, else ``azureml``. Each backend adds its own flags
+(:mod:`amldist.cli.backend_flags`); a flag of another backend than the chosen one is one error line (exit 2).
 ``--dry-run`` prints what would happen (each rank's command and environment locally, the REST
 body for Azure), needs no credentials and no network, and starts nothing.
 
@@ -21,10 +23,13 @@ from __future__ import annotations
 import json
 import sys
 
+from amldist.cli import backend_flags
 from amldist.cli.arguments import count_option
 
 
-def register(subparsers) -> None:
+def register(subparsers, *, backends: bool = True) -> None:
+    """The ``submit`` parser; ``backends``: with every backend's own flags (False: the backends are not
+    imported, for a command line that is not ``submit``)."""
     parser = subparsers.add_parser(
         "submit",
         help="run a command job locally (--local) or submit it to Azure ML",
@@ -34,7 +39,6 @@ def register(subparsers) -> None:
     )
     parser.add_argument("file", nargs="?", metavar="FILE", help="command job, command component or DistributedComponent YAML")
     parser.add_argument("-f", "--file", dest="file_option", metavar="FILE", help="the same, as az ml job create -f")
-    parser.add_argument("--local", action="store_true", help="run on this machine, emulating Azure ML's launchers")
     parser.add_argument("--dry-run", action="store_true",
                         help="print what would be run or sent (secrets masked); start and send nothing")
     parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", dest="sets",
@@ -45,48 +49,34 @@ def register(subparsers) -> None:
     parser.add_argument("--instance-count", type=count_option("instance_count"), metavar="N", help="number of nodes")
     parser.add_argument("--process-count-per-instance", type=count_option("process_count_per_instance"), metavar="N",
                         help="processes per node (pytorch and mpi)")
-    parser.add_argument("-w", "--workspace-name", "--workspace", dest="workspace", metavar="W", help="Azure ML workspace name")
-    parser.add_argument("-g", "--resource-group", metavar="G", help="resource group of the workspace")
-    parser.add_argument("--subscription", metavar="S", help="subscription id of the workspace")
     parser.add_argument("--stream", action="store_true",
                         help="follow the logs (locally: every rank's output, prefixed with its rank)")
     parser.add_argument("-n", "--name", metavar="NAME", help="job name (must be new); default: generated")
-    parser.add_argument("--python", metavar="PATH", help="locally: the python every process runs (default: the one "
-                        "amldist runs in, whatever PATH says)")
-    parser.add_argument("--max-parallel", type=count_option("max_parallel"), metavar="N",
-                        help="pipelines, locally: processes that independent steps may run at once (default: CPUs)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="json: print the job's end state as one JSON object on stdout (for scripts)")
     parser.add_argument("--web", action="store_true", help="open the job's studio page (Azure ML)")
-    slurm = parser.add_argument_group("Slurm (--slurm: submit to the cluster sbatch reaches; SLURM_CONF names another)")
-    slurm.add_argument("--slurm", action="store_true", help="run the job on a Slurm cluster with sbatch")
-    slurm.add_argument("--partition", metavar="NAME", help="Slurm partition (default: the cluster's)")
-    slurm.add_argument("--account", metavar="NAME", help="Slurm account to charge")
-    slurm.add_argument("--time", metavar="LIMIT", help="Slurm time limit, e.g. 2:00:00 (default: limits.timeout)")
-    parser.set_defaults(func=run)
+    declared = backend_flags.add(parser, "submit") if backends else None
+    parser.set_defaults(func=run, declared=declared)
 
 
 def run(args) -> int:
     import contextlib
 
     from amldist.backends.submit import submit
-    from amldist.cli.diagnose import after_local_run
+    from amldist.cli.diagnose import after_run
     from amldist.cli.job import file_argument
 
     args.file = file_argument(args)
-    if args.slurm and args.local:
-        from amldist.errors import UserError
-
-        raise UserError("--local and --slurm are given together", hint="pick one: this machine, or the Slurm cluster")
+    chosen, said = backend_flags.selected(args, args.declared) or (None, None)
     json_output = args.format == "json" and not args.dry_run
     # --format json: everything the run prints goes to stderr, stdout gets one JSON object
     with contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext():
-        done = submit(args.file, local=args.local, backend="slurm" if args.slurm else None, dry_run=args.dry_run,
-                      sets=args.sets, inputs=args.inputs,
+        done = submit(args.file, backend=chosen, dry_run=args.dry_run, sets=args.sets, inputs=args.inputs,
                       instance_count=args.instance_count,
-                      process_count_per_instance=args.process_count_per_instance, args=args)
+                      process_count_per_instance=args.process_count_per_instance, args=args,
+                      before_plan=lambda name, why: backend_flags.refuse_others(args, args.declared, name, said or why))
         if done.record is not None:
-            after_local_run(done.plan, done.exit_code)
+            after_run(done.backend, done.record)
     if done.record is None:  # a dry run: the plan was printed
         return 0
     _open_studio(done.record, args.web)

@@ -1,20 +1,17 @@
-"""Diagnosing a local run (``.amldist/runs/<name>/``) or a local pipeline run (the failed step that
-started first, then the same inside that step's run folder).
+"""Logs read where the run wrote them (a local or a Slurm run): each process's log, exit code and end time
+as its backend hands them over (:class:`amldist.backends.base.RunLogs` with ``ranks``).
 
-When a rank failed is the earlier of the ``exit_time`` the supervisor records in status.json when
-it sees the process end (every 20 ms) and its log's last write: a rank that raised writes its
-traceback, then may take a second to tear torch down, while the ranks it left behind fail at once. Under mpirun the failing rank and its exit code
-come from mpirun's own report in ``user_logs/mpi_log.txt``.
+When a rank failed is the earlier of the exit time its backend recorded (locally the supervisor's
+``exit_time`` in status.json, seen every 20 ms) and its log's last write: a rank that raised writes its
+traceback, then may take a second to tear torch down, while the ranks it left behind fail at once. Under
+mpirun the failing rank and its exit code come from mpirun's own report (``user_logs/mpi_log.txt``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 
-from amldist.backends.local import jobs, records
-from amldist.diagnosis.analysis import Diagnosis, diagnose
-from amldist.diagnosis.logs import job_context, load_job_file, mpi_failure, read_tail
+from amldist.diagnosis.logs import mpi_failure, read_tail
 from amldist.diagnosis.signatures import RankLog
 
 
@@ -25,58 +22,20 @@ def mtime(path: str | None) -> float | None:
         return None
 
 
-def exit_times(run_dir: str) -> dict:
-    """{process label: exit_time} from status.json (read as records reads it: bounded, no links)."""
-    try:
-        state = json.loads((records.read_bytes(run_dir) or b"{}").decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, records.StateError):
-        return {}
-    entries = list(state.get("ranks") or []) + ([state["launcher"]] if state.get("launcher") else [])
-    return {e.get("label"): e.get("exit_time") for e in entries if isinstance(e, dict)
-            and isinstance(e.get("exit_time"), (int, float))}
-
-
-def rank_logs(run) -> list[RankLog]:
-    """Every rank of the run ``run`` (a JobRecord) with its log's tail, exit code and end time."""
-    times = exit_times(run.details.get("run_dir") or "")
+def rank_logs(found) -> list[RankLog]:
+    """Every process of ``found`` (a RunLogs) with its log's tail, exit code and end time."""
     logs = []
-    for entry in run.ranks:
-        ended = times.get(entry.label)
-        if entry.exit_code is not None:
+    for entry in found.ranks:
+        ended = entry.exit_time
+        if entry.exit_code is not None and found.log_times:
             # it failed (or left) when it wrote its last line, often well before the interpreter ended
             ended = min((t for t in (ended, mtime(entry.log)) if t is not None), default=None)
         logs.append(RankLog(entry.rank, entry.label, entry.node, entry.log or "", read_tail(entry.log or ""),
                             entry.exit_code, ended))
-    launcher = run.details.get("launcher")
+    launcher = found.launcher
     if launcher is not None and launcher.exit_code not in (None, 0):
         reported = mpi_failure(read_tail(launcher.log or ""))
         for log in logs:
             if reported is not None and log.rank == reported[0]:
-                log.exit_code, log.ended = reported[1], times.get(launcher.label) or mtime(launcher.log)
+                log.exit_code, log.ended = reported[1], launcher.exit_time or mtime(launcher.log)
     return logs
-
-
-def diagnose_run(run_root: str, name: str, *, vm_size: str | None = None) -> Diagnosis:
-    """The diagnosis of local run ``name`` (a single job, or a pipeline: its failed step)."""
-    run = jobs.get_run(run_root, name)
-    if run.kind == "pipeline":
-        return diagnose_pipeline(run, vm_size=vm_size)
-    return diagnose_record(run, vm_size=vm_size)
-
-
-def diagnose_record(run, *, vm_size: str | None = None) -> Diagnosis:
-    logs = rank_logs(run)
-    job = load_job_file(os.path.join(run.details.get("run_dir") or "", "job.yml"))
-    ctx = job_context(job, len(logs), vm_size)
-    return diagnose(logs, ctx, job=run.name, status=run.status, backend="local")
-
-
-def diagnose_pipeline(run, *, vm_size: str | None = None) -> Diagnosis:
-    """The failed step that started first, then that step's own diagnosis."""
-    failed = [s for s in run.steps if s.status == "Failed"]
-    if not failed:
-        return Diagnosis(run.name, run.status, "local")
-    step = sorted(failed, key=lambda s: s.start_time or "")[0]
-    result = diagnose_record(jobs.get_step(run, step.name), vm_size=vm_size)
-    result.job, result.step, result.status = run.name, step.name, run.status
-    return result

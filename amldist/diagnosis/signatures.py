@@ -18,7 +18,7 @@ import signal
 import dataclasses
 from dataclasses import dataclass
 
-from amldist.backends.local.run_state import signal_name
+from amldist.backends.base import signal_name
 from amldist.rules.vm_sizes import VmSize
 
 STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) (made no progress for [\d.]+ s|never reached the "

@@ -68,3 +68,21 @@ def _show(value) -> str:
     text = repr(value) if not isinstance(value, int) or isinstance(value, bool) else str(value) \
         if value.bit_length() < 200 else "a number with more than 60 digits"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def count_option(field: str):
+    """argparse ``type=`` for the count called ``field``: the same rule as in a spec, a usage error (exit 2)
+    otherwise. Here, not in the CLI, because a backend declares its flags (:class:`amldist.backends.base.Flag`)
+    with it."""
+
+    def parse(text: str) -> int:
+        import argparse
+
+        minimum, maximum = limits(field)
+        try:
+            return parse_count(text, minimum=minimum, maximum=maximum)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = field  # argparse names the option's type in its messages
+    return parse

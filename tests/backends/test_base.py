@@ -12,6 +12,7 @@ import pytest
 from amldist.backends import BACKENDS, get_backend, register
 from amldist.backends.base import Backend, JobRecord, exit_code_of
 from amldist.backends.local.backend import LocalOptions
+from amldist.errors import UserError
 from amldist.submit.prepare import prepare
 
 JOB = """\
@@ -63,17 +64,53 @@ def test_records_are_frozen_and_give_the_submit_exit_code():
     assert record.to_json()["ranks"] == [] and "steps" not in record.to_json()
 
 
+class Dummy(Backend):
+    """A backend for the registry's tests: every verb a no-op."""
+
+    name = "dummy"
+
+    def __init__(self, **settings):
+        self.settings = settings
+
+    plan_job = run_job = list = show = logs = cancel = download = lambda self, *a, **k: None
+
+
+NOT_A_BACKEND = object()
+
+
 def test_the_registry_takes_a_new_backend(monkeypatch):
-    class Dummy(Backend):
-        name = "dummy"
-
-        def __init__(self, **settings):
-            self.settings = settings
-
-        plan = run = list = show = logs = cancel = download = lambda self, *a, **k: None
-
-    monkeypatch.setitem(BACKENDS, "dummy", ("", ""))
-    monkeypatch.setattr("importlib.import_module", lambda name: SimpleNamespace(Dummy=Dummy))
-    register("dummy", "tests.anywhere", "Dummy")
+    monkeypatch.setitem(BACKENDS, "dummy", "")
+    register("dummy", "tests.backends.test_base:Dummy")
     made = get_backend("dummy", where="x")
     assert isinstance(made, Dummy) and made.settings == {"where": "x"} and not made.has("job")
+
+
+@pytest.mark.parametrize("target, says", [
+    ("tests.backends.no_such_module:Dummy", "cannot be loaded: ModuleNotFoundError"),
+    ("tests.backends.test_base:NOT_A_BACKEND", "is not a subclass of amldist.backends.base.Backend"),
+    ("tests.backends.test_base:Missing", "cannot be loaded: AttributeError"),
+])
+def test_a_broken_registration_is_one_user_error_naming_it(monkeypatch, target, says):
+    monkeypatch.setitem(BACKENDS, "broken", target)
+    with pytest.raises(UserError) as caught:
+        get_backend("broken")
+    assert caught.value.exit_code == 2 and says in caught.value.message and "'broken'" in caught.value.message
+    assert "\n" not in caught.value.message
+    with pytest.raises(UserError, match="no backend named 'nope'"):
+        get_backend("nope")
+
+
+def test_the_contract_dispatches_jobs_and_pipelines(tmp_path):
+    (tmp_path / "job.yml").write_text(JOB)
+    (tmp_path / "pipe.yml").write_text(PIPELINE)
+    made = []
+
+    class Recording(Dummy):
+        def plan_job(self, prepared, options):
+            made.append(("job", type(prepared).__name__))
+
+    backend = Recording()
+    backend.plan(prepare(str(tmp_path / "job.yml")), backend.options())
+    with pytest.raises(UserError, match="the dummy backend runs single jobs, not pipelines"):
+        backend.plan(prepare(str(tmp_path / "pipe.yml")), backend.options())
+    assert made == [("job", "Prepared")]

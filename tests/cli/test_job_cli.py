@@ -28,7 +28,10 @@ def test_no_name_and_two_names_are_usage_errors(cli, tmp_path, monkeypatch):
 def test_local_and_a_workspace_together_are_refused(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = cli("job", "list", "--local", "-w", "ws")
-    assert code == 2 and "given together" in err
+    assert code == 2 and err.startswith("error: --workspace (a flag of the azureml backend) given, but this goes to "
+                                        "the local backend (--local)\n")
+    code, _, err = cli("job", "list", "--run-root", "runs", "-w", "ws")
+    assert code == 2 and "flags of different backends (azureml, local) given together" in err
 
 
 def test_an_empty_run_root_lists_nothing(cli, tmp_path, monkeypatch):

@@ -147,7 +147,7 @@ def test_a_canceled_job_is_not_a_hang():
     assert (result.finding.signature, result.finding.field) == ("canceled", None)
 
 
-def test_diagnose_of_a_slurm_job_says_in_one_line_what_to_use_instead(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_diagnose_of_a_slurm_job_that_does_not_exist_is_one_line(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a failed Slurm job's diagnosis: tests/backends/slurm/test_slurm_cluster.py
     code, _out, err = cli("job", "diagnose", "some-run", "--slurm")
-    assert code == 2 and "not Slurm jobs" in err and "--slurm" in err and "Traceback" not in err
+    assert code == 2 and err.startswith("error: no Slurm job named 'some-run'") and "Traceback" not in err

@@ -30,16 +30,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from amldist.azure_sdk.code_snapshot import SnapshotPlan
+from typing import TYPE_CHECKING
+
 from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
-from amldist.backends.azureml import component_pipeline
 from amldist.backends.azureml.azure_calls import SIGN_IN_HINT, azure_call, require_azure
 from amldist.backends.azureml.workspace import Workspace
-from amldist.backends.base import Backend, JobRecord, Options, Plan
+from amldist.backends.base import Backend, Flag, JobRecord, Options, Plan, RunLogs
 from amldist.errors import UserError
-from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import PreparedWork
 
+if TYPE_CHECKING:  # pragma: no cover  (the job verbs import this module: planning's imports wait for plan())
+    from amldist.azure_sdk.code_snapshot import SnapshotPlan
 
 
 def _warn(message: str) -> None:
@@ -134,6 +135,13 @@ class AzureMLBackend(Backend):
 
     name = "azureml"
     options_type = AzureOptions
+    submit_flags = (
+        Flag(("-w", "--workspace-name", "--workspace"), "workspace", "Azure ML workspace name", {"metavar": "W"}),
+        Flag(("-g", "--resource-group"), "resource_group", "resource group of the workspace", {"metavar": "G"}),
+        Flag(("--subscription",), "subscription", "subscription id of the workspace", {"metavar": "S"}),
+    )
+    job_flags = submit_flags[:2] + (Flag(("--subscription", "-s"), "subscription", "subscription id",
+                                         {"metavar": "S"}),)
 
     def __init__(self, *, credential=None, client_kwargs: dict | None = None, environ=None, cwd: str | None = None,
                  workspace: str | None = None, resource_group: str | None = None, subscription: str | None = None):
@@ -146,24 +154,31 @@ class AzureMLBackend(Backend):
 
     # --- what will be sent (pure) -------------------------------------------------------------
     def plan(self, prepared: PreparedWork, options) -> AzurePlan | AzurePipelineJobPlan:
-        from amldist.azure_sdk.code_snapshot import plan_snapshot
-        from amldist.backends.azureml.workspace import workspace_or_problem
-        from amldist.azure_sdk.entities import job_name, rest_body
-        from amldist.rules.fabric import size_variables
+        """As every backend plans (the contract's dispatch), after one conversion: a job with a value output
+        is sent as the one step of a pipeline, since only a pipeline step takes one."""
+        from amldist.backends.azureml import component_pipeline
 
         require_azure(need_identity=False)  # the snapshot and the body are azure-ai-ml's: one line, not a crash
-        sent_as = None
-        if component_pipeline.needs_pipeline(prepared):  # a value output: only a pipeline step takes one
-            sent_as = component_pipeline.note(prepared)
-            prepared = component_pipeline.as_one_step_pipeline(prepared, self.cwd or os.getcwd())
-        if isinstance(prepared, PreparedPipeline):
-            from amldist.backends.azureml import pipeline
+        if not component_pipeline.needs_pipeline(prepared):
+            return super().plan(prepared, options)
+        sent_as = component_pipeline.note(prepared)
+        planned = super().plan(component_pipeline.as_one_step_pipeline(prepared, self.cwd or os.getcwd()), options)
+        planned.pipeline.warnings.insert(0, sent_as)
+        return planned
 
-            environ = os.environ if self.environ is None else self.environ
-            planned = pipeline.plan_pipeline(prepared, options, environ=environ, cwd=self.cwd or os.getcwd())
-            if sent_as:
-                planned.warnings.insert(0, sent_as)
-            return AzurePipelineJobPlan(planned)
+    def plan_pipeline(self, prepared, options) -> AzurePipelineJobPlan:
+        from amldist.backends.azureml import pipeline
+
+        environ = os.environ if self.environ is None else self.environ
+        return AzurePipelineJobPlan(pipeline.plan_pipeline(prepared, options, environ=environ,
+                                                           cwd=self.cwd or os.getcwd()))
+
+    def plan_job(self, prepared: PreparedWork, options) -> AzurePlan:
+        from amldist.azure_sdk.code_snapshot import plan_snapshot
+        from amldist.azure_sdk.entities import job_name, rest_body
+        from amldist.backends.azureml.workspace import workspace_or_problem
+        from amldist.rules.fabric import size_variables
+
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win
@@ -182,23 +197,29 @@ class AzureMLBackend(Backend):
                          list(snapshot.warnings))
 
     # --- sending it (the only step that acts) -------------------------------------------------
-    def run(self, plan: AzurePlan | AzurePipelineJobPlan) -> JobRecord:
-        from amldist.backends.azureml.records import record_of
+    def run_job(self, plan: AzurePlan) -> JobRecord:
+        if plan.workspace is None:
+            raise plan.workspace_problem
+        self._before_sending(plan.workspace)
+        return self._sent(self._send_job(plan, plan.workspace), plan.workspace, plan.stream)
+
+    def run_pipeline(self, plan: AzurePipelineJobPlan) -> JobRecord:
+        from amldist.backends.azureml.pipeline import submit_pipeline
 
         if plan.workspace is None:
-            raise (plan.pipeline if isinstance(plan, AzurePipelineJobPlan) else plan).workspace_problem
-        workspace = plan.workspace
+            raise plan.pipeline.workspace_problem
+        self._before_sending(plan.workspace)
+        created = submit_pipeline(plan.pipeline, client_for=self.client, call=azure_call)
+        return self._sent(created, plan.workspace, plan.pipeline.stream)
+
+    def _before_sending(self, workspace) -> None:
         require_azure(need_identity=self.credential is None)
         print(f"workspace: {workspace.describe()}", file=sys.stderr)
         quiet_azure_ai_ml()  # its "experimental class" notices for schemas every job uses: only with --debug
-        if isinstance(plan, AzurePipelineJobPlan):
-            from amldist.backends.azureml.pipeline import submit_pipeline
 
-            created = submit_pipeline(plan.pipeline, client_for=self.client, call=azure_call)
-            stream = plan.pipeline.stream
-        else:
-            created = self._send_job(plan, workspace)
-            stream = plan.stream
+    def _sent(self, created, workspace, stream: bool) -> JobRecord:
+        from amldist.backends.azureml.records import record_of
+
         print(f"job: {created.name}")
         print(f"studio: {created.studio_url}")
         sys.stdout.flush()
@@ -316,6 +337,18 @@ class AzureMLBackend(Backend):
         from amldist.backends.azureml.records import show_text
 
         return show_text(record)
+
+    def can_look_up(self) -> bool:
+        """A workspace is configured (flags, ``AZUREML_ARM_*`` or ``config.json``): any name may be one of its jobs."""
+        from amldist.backends.azureml.workspace import resolve_workspace
+
+        return any(self.where.values()) or resolve_workspace(os.environ if self.environ is None else self.environ,
+                                                             self.cwd or os.getcwd()) is not None
+
+    def run_logs(self, name: str, folder: str) -> RunLogs:
+        from amldist.backends.azureml.run_logs import run_logs
+
+        return run_logs(self.client(), self.workspace(), name, folder)
 
 
 __all__ = ["SIGN_IN_HINT", "AzureMLBackend", "AzureOptions", "AzurePlan", "AzurePipelineJobPlan", "azure_call",

@@ -13,16 +13,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass
 
-from amldist.backends.base import CANCELED, FAILED, Backend, JobRecord, Options, Plan
-from amldist.backends.local import jobs, log_files
+from amldist.backends.base import (CANCELED, FAILED, Backend, Flag, JobRecord, Options, Plan, ProcessLog, RunLogs,
+                                   ended_record, first_failed_step, signal_name)
+from amldist.backends.local import jobs, log_files, records
 from amldist.backends.local.plan import LocalPlan, describe, plan
 from amldist.backends.local.records import read_record
-from amldist.backends.local.run_state import signal_name
+from amldist.rules.counts import count_option
 from amldist.rules.secrets import mask_tree
-from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import PreparedWork
 
 DEFAULT_RUN_ROOT = ".amldist/runs"
@@ -88,25 +89,38 @@ class LocalBackend(Backend):
 
     name = "local"
     options_type = LocalOptions
+    select_flag = "--local"
+    submit_flags = (
+        Flag(("--python",), "python", "the python every process runs (default: the one amldist runs in, "
+             "whatever PATH says)", {"metavar": "PATH"}),
+        Flag(("--max-parallel",), "max_parallel", "pipelines: processes that independent steps may run at once "
+             "(default: CPUs)", {"metavar": "N", "type": count_option("max_parallel")}),
+    )
+    job_flags = (Flag(("--run-root",), "run_root", "folder of the local runs (default: .amldist/runs)",
+                      {"metavar": "DIR"}),)
 
     def __init__(self, *, run_root: str | None = None):
         self.run_root = os.path.abspath(run_root or DEFAULT_RUN_ROOT)
 
-    def plan(self, prepared: PreparedWork, options) -> LocalJobPlan | LocalPipelinePlan:
-        if isinstance(prepared, PreparedPipeline):
-            from amldist.backends.local import pipeline_run
-
-            return LocalPipelinePlan(pipeline_run.plan_pipeline(prepared, options))
+    def plan_job(self, prepared: PreparedWork, options) -> LocalJobPlan:
         return LocalJobPlan(plan(prepared, options))
 
-    def run(self, p: LocalJobPlan | LocalPipelinePlan) -> JobRecord:
+    def plan_pipeline(self, prepared, options) -> LocalPipelinePlan:
         from amldist.backends.local import pipeline_run
+
+        return LocalPipelinePlan(pipeline_run.plan_pipeline(prepared, options))
+
+    def run_job(self, p: LocalJobPlan) -> JobRecord:
         from amldist.backends.local.supervisor import launch
 
-        if isinstance(p, LocalPipelinePlan):
-            code = pipeline_run.run_pipeline(p.pipeline)
-        else:
-            code = launch(p.local)
+        return self._ended(p, launch(p.local))
+
+    def run_pipeline(self, p: LocalPipelinePlan) -> JobRecord:
+        from amldist.backends.local import pipeline_run
+
+        return self._ended(p, pipeline_run.run_pipeline(p.pipeline))
+
+    def _ended(self, p: LocalJobPlan | LocalPipelinePlan, code: int) -> JobRecord:
         record = read_record(p.run_dir)
         if record is not None:
             return record
@@ -140,3 +154,34 @@ class LocalBackend(Backend):
     def has(self, name: str) -> bool:
         """Whether a local run called ``name`` exists under the run root."""
         return jobs.has_run(self.run_root, name)
+
+    def has_any(self) -> bool:
+        return bool(jobs.run_names(self.run_root))
+
+    def run_logs(self, name: str, folder: str) -> RunLogs:
+        """The logs where the run wrote them (``folder`` stays empty); a pipeline's: its failed step's."""
+        run = ended_record(self, name)
+        step = first_failed_step(run) if run.kind == "pipeline" else None
+        if run.kind == "pipeline" and step is None:
+            return RunLogs(name, run.status, self.name)
+        job = jobs.get_step(run, step.name) if step else run
+        run_dir = job.details.get("run_dir") or ""
+        times = exit_times(run_dir)
+        ranks = tuple(ProcessLog(r.label, r.rank, r.node, r.log, r.exit_code, times.get(r.label)) for r in job.ranks)
+        launcher = job.details.get("launcher")
+        if launcher is not None:
+            launcher = ProcessLog(launcher.label, None, None, launcher.log, launcher.exit_code,
+                                  times.get(launcher.label))
+        return RunLogs(name, run.status, self.name, ranks=ranks, launcher=launcher,
+                       spec_file=os.path.join(run_dir, "job.yml"), step=step.name if step else None)
+
+
+def exit_times(run_dir: str) -> dict:
+    """{process label: exit_time} from status.json (read as records reads it: bounded, no links)."""
+    try:
+        state = json.loads((records.read_bytes(run_dir) or b"{}").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, records.StateError):
+        return {}
+    entries = list(state.get("ranks") or []) + ([state["launcher"]] if state.get("launcher") else [])
+    return {e.get("label"): e.get("exit_time") for e in entries if isinstance(e, dict)
+            and isinstance(e.get("exit_time"), (int, float))}

@@ -23,11 +23,10 @@ cancellation, as a job stopped by its user is ``Canceled`` on Azure ML; ``stoppe
 from __future__ import annotations
 
 import os
-import signal
 import time
 from datetime import datetime, timezone
 
-from amldist.backends.base import CANCELED, COMPLETED, FAILED, NOT_STARTED, RUNNING, TERMINAL
+from amldist.backends.base import CANCELED, COMPLETED, FAILED, NOT_STARTED, RUNNING, TERMINAL, signal_name
 from amldist.backends.local import proc
 from amldist.backends.local.state_retry import RetryingWrite
 from amldist.engine import state_files
@@ -64,15 +63,6 @@ def request_cancel(run_dir: str) -> None:
 def cancel_requested(run_dir: str) -> bool:
     """Whether ``amldist job cancel`` left its marker (a regular file, not something planted)."""
     return state_files.marker_present(run_dir, CANCEL_FILE)
-
-
-def signal_name(signum: int | None) -> str | None:
-    if signum is None:
-        return None
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 def exit_code_text(code: int | None) -> str:

@@ -16,7 +16,8 @@ import os
 import sys
 import time
 
-from amldist.backends.base import TERMINAL, Backend, JobRecord
+from amldist.backends.base import (TERMINAL, Backend, Flag, JobRecord, ProcessLog, RunLogs, ended_record,
+                                   first_failed_step)
 from amldist.backends.slurm import commands, pipeline, records
 from amldist.backends.slurm.pipeline import SlurmPipelinePlan
 from amldist.backends.slurm.plan import DEFAULT_RUN_ROOT, SlurmJobPlan, SlurmOptions, plan
@@ -33,25 +34,37 @@ class SlurmBackend(Backend):
 
     name = "slurm"
     options_type = SlurmOptions
+    select_flag = "--slurm"
+    submit_flags = (
+        Flag(("--partition",), "partition", "Slurm partition (default: the cluster's)", {"metavar": "NAME"}),
+        Flag(("--account",), "account", "Slurm account to charge", {"metavar": "NAME"}),
+        Flag(("--time",), "time", "Slurm time limit, e.g. 2:00:00 (default: limits.timeout)", {"metavar": "LIMIT"}),
+        Flag(("--python",), "python", "the python every task runs (default: the one amldist runs in)",
+             {"metavar": "PATH"}),
+    )
 
     def __init__(self, *, run_root: str | None = None):
         self.run_root = os.path.abspath(run_root or DEFAULT_RUN_ROOT)
 
-    def plan(self, prepared, options: SlurmOptions) -> SlurmJobPlan | SlurmPipelinePlan:
-        from amldist.submit.pipeline import PreparedPipeline
-
-        if isinstance(prepared, PreparedPipeline):
-            return pipeline.plan_pipeline(prepared, options)
+    def plan_job(self, prepared, options: SlurmOptions) -> SlurmJobPlan:
         return plan(prepared, options)
 
-    def run(self, p: SlurmJobPlan | SlurmPipelinePlan) -> JobRecord:
+    def plan_pipeline(self, prepared, options: SlurmOptions) -> SlurmPipelinePlan:
+        return pipeline.plan_pipeline(prepared, options)
+
+    def run_job(self, p: SlurmJobPlan) -> JobRecord:
         commands.tool("sbatch")  # before anything is written
-        if isinstance(p, SlurmPipelinePlan):
-            pipeline.run_pipeline(p)
-        else:
-            meta = submit_job(p)
-            print(f"job {p.job_name}: Slurm job {meta['job_id']}, run folder {os.path.relpath(p.run_dir)}",
-                  file=sys.stderr)
+        meta = submit_job(p)
+        print(f"job {p.job_name}: Slurm job {meta['job_id']}, run folder {os.path.relpath(p.run_dir)}",
+              file=sys.stderr)
+        return self._submitted(p)
+
+    def run_pipeline(self, p: SlurmPipelinePlan) -> JobRecord:
+        commands.tool("sbatch")  # before anything is written
+        pipeline.run_pipeline(p)
+        return self._submitted(p)
+
+    def _submitted(self, p: SlurmJobPlan | SlurmPipelinePlan) -> JobRecord:
         if p.stream:
             return self.logs(p.name, follow=True)
         return self.record(p.run_dir)
@@ -144,6 +157,21 @@ class SlurmBackend(Backend):
             time.sleep(POLL_SECONDS)
         return self.show(name)
 
+    def run_logs(self, name: str, folder: str) -> RunLogs:
+        """The logs in the run folder, where the tasks wrote them (``folder`` stays empty); each task's exit
+        time is when it wrote its ``state/rank_N.exit``; a pipeline's: its failed step's."""
+        run = ended_record(self, name)
+        step = first_failed_step(run) if run.kind == "pipeline" else None
+        if run.kind == "pipeline" and step is None:
+            return RunLogs(name, run.status, self.name)
+        ((_, run_dir),) = self.step_dirs(name, step.name if step else None)
+        job = records.record(run_dir)
+        ranks = tuple(ProcessLog(r.label, r.rank, r.node, r.log, r.exit_code,
+                                 _exit_time(os.path.join(run_dir, "state", f"rank_{i}.exit")))
+                      for i, r in enumerate(job.ranks))
+        return RunLogs(name, run.status, self.name, ranks=ranks, spec_file=os.path.join(run_dir, "job.yml"),
+                       step=step.name if step else None)
+
     def download(self, name: str, destination: str, *, output_name: str | None = None,
                  all_outputs: bool = False, step: str | None = None) -> list[str]:
         """As ``az ml job download``: the logs, and the outputs asked for, copied as data
@@ -182,6 +210,14 @@ def _mtime(path: str) -> float:
         return os.lstat(path).st_mtime
     except OSError:
         return 0.0
+
+
+def _exit_time(path: str) -> float | None:
+    """When a task wrote its exit file (lstat: a link planted there is not followed), None without one."""
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return None
 
 
 def follow_logs(run_dir: str, *, rank: int | None, follow: bool, out, prefix: str = "") -> JobRecord:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-import functools
 import socket
 
 import pytest
 
+import amldist.backends.azureml.backend as azureml_backend
 from tests.backends.azureml.fake_azure import FakeAzure, FakeCredential
+
+REAL_BACKEND = azureml_backend.AzureMLBackend  # taken before any test replaces it
+
+
+def configured_backend(**defaults):
+    """A subclass of the real AzureMLBackend whose constructor takes ``defaults`` (a fake credential, the
+    fake transport): what a test puts where the registry loads the class from (it loads classes only)."""
+
+    class Configured(REAL_BACKEND):
+        def __init__(self, **settings):
+            super().__init__(**{**defaults, **settings})
+
+    return Configured
 
 
 class NetworkBlocked(AssertionError):
@@ -62,9 +75,8 @@ def fake_azure(monkeypatch, no_network, clean_env):
     monkeypatch.setattr(blob_base, "RequestsTransport", lambda **kwargs: fake)
     monkeypatch.setattr(RunHistoryConstants, "_WAIT_COMPLETION_POLLING_INTERVAL_MIN", 0)
     monkeypatch.setattr(RunHistoryConstants, "_WAIT_COMPLETION_POLLING_INTERVAL_MAX", 0)
-    backend_class = azureml.AzureMLBackend
-    monkeypatch.setattr(azureml, "AzureMLBackend", functools.partial(
-        backend_class, credential=credential, client_kwargs={"transport": fake}))
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(
+        credential=credential, client_kwargs={"transport": fake}))
     fake.credential = credential
     yield fake
     assert fake.unexpected == [], f"requests the fake does not emulate: {[r.url for r in fake.unexpected]}"

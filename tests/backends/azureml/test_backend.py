@@ -17,6 +17,7 @@ import amldist.runtime
 RUNTIME_DIR = os.path.dirname(os.path.abspath(amldist.runtime.__file__))
 from amldist.errors import UserError
 from amldist.model import load
+from tests.backends.azureml.conftest import configured_backend
 from tests.backends.azureml.fake_azure import TENANT, FakeCredential
 
 JOB = """\
@@ -213,8 +214,7 @@ def test_no_token_is_exit_2_with_sign_in_hint(fake_azure, tmp_path, monkeypatch)
 
         get_token_info = get_token
 
-    real_class = azureml.AzureMLBackend.func  # the fixture's partial wraps the real class
-    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(
         credential=NoToken(), client_kwargs={"transport": fake_azure}))
     with pytest.raises(UserError) as caught:
         submit(make_project(tmp_path), SubmitOptions(**WS))
@@ -235,8 +235,7 @@ def test_credentials_come_from_default_azure_credential(fake_azure, tmp_path, mo
             made.append(self)
 
     monkeypatch.setattr(azure.identity, "DefaultAzureCredential", RecordingDefault)
-    real_class = azureml.AzureMLBackend.func
-    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(client_kwargs={"transport": fake_azure}))
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(client_kwargs={"transport": fake_azure}))
     assert submit(make_project(tmp_path), SubmitOptions(**WS)) == 0
     assert len(made) == 1 and made[0].calls > 0
     (put,) = fake_azure.job_puts()
@@ -271,8 +270,7 @@ def test_unreachable_azure_is_one_line_exit_1(fake_azure, tmp_path, monkeypatch)
         return original(request, **kwargs)
 
     monkeypatch.setattr(fake_azure, "send", offline)
-    real_class = azureml.AzureMLBackend.func
-    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class(  # no retries: keep the test fast
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(  # no retries: keep the test fast
         credential=fake_azure.credential, client_kwargs={"transport": fake_azure, "retry_total": 0}))
     with pytest.raises(UserError) as caught:
         submit(make_project(tmp_path), SubmitOptions(**WS))
@@ -344,8 +342,7 @@ def test_missing_azure_packages_are_a_user_error(fake_azure, tmp_path, monkeypat
     import sys
 
     monkeypatch.setitem(sys.modules, "azure.identity", None)  # "not installed"
-    real_class = azureml.AzureMLBackend.func
-    monkeypatch.setattr(azureml, "AzureMLBackend", lambda: real_class())  # no injected credential
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend())  # no injected credential
     with pytest.raises(UserError) as caught:
         submit(make_project(tmp_path), SubmitOptions(**WS))
     assert "azure-identity" in caught.value.message and "pip install azure-ai-ml azure-identity" in caught.value.hint

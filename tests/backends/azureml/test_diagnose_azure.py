@@ -3,12 +3,12 @@ recording transport (tests/backends/azureml/fake_logs.py); the logs are what Azu
 
 from __future__ import annotations
 
-import functools
 import json
 
 import pytest
 
 import amldist.backends.azureml.backend as azureml
+from tests.backends.azureml.conftest import configured_backend
 from tests.backends.azureml.fake_azure import FakeCredential
 from tests.backends.azureml.fake_logs import FakeLogsAzure
 
@@ -56,8 +56,8 @@ def azure(fake_azure, monkeypatch, clean_env):
 
     fake = FakeLogsAzure()
     monkeypatch.setattr(blob_base, "RequestsTransport", lambda **kwargs: fake)
-    monkeypatch.setattr(azureml, "AzureMLBackend", functools.partial(
-        azureml.AzureMLBackend.func, credential=FakeCredential(), client_kwargs={"transport": fake}))
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(
+        credential=FakeCredential(), client_kwargs={"transport": fake}))
     yield fake
     assert fake.unexpected == [], [r.url for r in fake.unexpected]
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import amldist.backends.azureml.backend as azureml
+from tests.backends.azureml.conftest import configured_backend
 from tests.backends.azureml.fake_azure import FakeCredential
 from tests.backends.azureml.fake_jobs import FakeJobsAzure
 
@@ -32,14 +33,13 @@ WS = ["-w", "ws", "-g", "rg", "--subscription", "00000000-0000-0000-0000-0000000
 @pytest.fixture
 def azure(fake_azure, monkeypatch, clean_env):
     """The conftest's wiring, with the fake that also knows the job verbs' calls."""
-    import functools
 
     import azure.storage.blob._shared.base_client as blob_base
 
     fake = FakeJobsAzure()
     monkeypatch.setattr(blob_base, "RequestsTransport", lambda **kwargs: fake)
-    monkeypatch.setattr(azureml, "AzureMLBackend", functools.partial(
-        azureml.AzureMLBackend.func, credential=FakeCredential(), client_kwargs={"transport": fake}))
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(
+        credential=FakeCredential(), client_kwargs={"transport": fake}))
     (clean_env / "src").mkdir()
     (clean_env / "src" / "train.py").write_text("print('training')\n")
     (clean_env / "job.yml").write_text(JOB)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import json
 
 import pytest
 
 import amldist.backends.azureml.backend as azureml
+from tests.backends.azureml.conftest import configured_backend
 from tests.backends.azureml.fake_pipeline import FakePipelineAzure, PipelineCredential
 from tests.submit.pipeline_project import make_pipeline_project
 
@@ -18,8 +18,8 @@ def fake_pipeline_azure(monkeypatch, no_network, clean_env):
 
     fake = FakePipelineAzure()
     monkeypatch.setattr(blob_base, "RequestsTransport", lambda **kwargs: fake)
-    monkeypatch.setattr(azureml, "AzureMLBackend", functools.partial(
-        azureml.AzureMLBackend, credential=PipelineCredential(), client_kwargs={"transport": fake}))
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(
+        credential=PipelineCredential(), client_kwargs={"transport": fake}))
     yield fake
     assert fake.unexpected == [], f"requests the fake does not emulate: {[r.url for r in fake.unexpected]}"
 

@@ -3,13 +3,13 @@ through the real MLClient and the recording transport (fake_logs.py)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 
 import pytest
 
 import amldist.backends.azureml.backend as azureml
+from tests.backends.azureml.conftest import configured_backend
 from tests.backends.azureml.fake_azure import FakeCredential
 from tests.backends.azureml.fake_logs import FakeLogsAzure
 from tests.backends.azureml.test_diagnose_azure import WS, command_job
@@ -21,8 +21,8 @@ def azure(fake_azure, monkeypatch, clean_env):
 
     fake = FakeLogsAzure()
     monkeypatch.setattr(blob_base, "RequestsTransport", lambda **kwargs: fake)
-    monkeypatch.setattr(azureml, "AzureMLBackend", functools.partial(
-        azureml.AzureMLBackend.func, credential=FakeCredential(), client_kwargs={"transport": fake}))
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(
+        credential=FakeCredential(), client_kwargs={"transport": fake}))
     fake.jobs["p1"] = {"properties": {"jobType": "Pipeline", "status": "Failed", "jobs": {}, "properties": {},
                                       "outputs": {}, "inputs": {}, "settings": {}}}
     ok, bad = command_job(2, "Standard_NC24rs_v3", status="Completed"), command_job(2, "Standard_NC24rs_v3")

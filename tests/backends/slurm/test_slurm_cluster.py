@@ -138,6 +138,16 @@ def test_a_failing_rank_fails_the_job_naming_the_rank(on_cluster, cli, tmp_path)
     assert "status: Failed" in out and "rank 2" in out
     code, out, _err = cli("job", "logs", "bad", "--rank", "2")
     assert "boom: failing on purpose" in out
+    code, out, err = cli("job", "diagnose", "bad", "--slurm", "--format", "json")
+    on_slurm = json.loads(out)["first_failure"]
+    assert (on_slurm["rank"], on_slurm["node"], on_slurm["exit_code"]) == (2, 1, 3), err
+    assert on_slurm["log"].endswith("/slurm/bad/user_logs/std_log_process_02.txt")
+    assert "boom: failing on purpose" in json.dumps(on_slurm)  # its log's tail: no known cause
+    code, out, _err = cli("job", "diagnose", "bad")  # found without --slurm too, in text
+    assert "first failure: rank 2 on node 1, exit code 3" in out
+    assert cli("submit", str(job), "--local", "-n", "bad")[0] == 1  # the same job here: the same answer
+    here = json.loads(cli("job", "diagnose", "bad", "--local", "--format", "json")[1])["first_failure"]
+    assert (here["rank"], here["node"], here["exit_code"]) == (2, 1, 3)
     assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []  # srun stopped the others
     assert queue_empty()
 
