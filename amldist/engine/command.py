@@ -17,10 +17,10 @@ for the quoting it sits in (:mod:`amldist.rules.shell_command` finds the context
   with ``$'`` reopening;
 - in a comment: anything, nothing runs.
 
-In a context amldist cannot prove safe (a nested shell or evaluator, the program position,
-arithmetic...) only a benign value is accepted, written the same way (or pasted as Azure ML does
-where no variable can be expanded, such as a quoted here-document); any other value is refused,
-naming the input. Where Azure ML's shell would read a value as more than its text, the run
+In a context amldist cannot prove safe (:mod:`amldist.rules.shell_grammar`: anything but a list of
+programs on its allow-list) only a benign value is accepted, written the same way (or pasted as
+Azure ML does where no variable can be expanded, such as a quoted here-document; a secret is never
+pasted: it is refused there); any other value is refused, naming the input. Where Azure ML's shell would read a value as more than its text, the run
 passes the literal text and says so (``Rendered.warnings``). A value that holds a command
 substitution inside ``[...]`` is refused everywhere: every value is also in the environment,
 where bash arithmetic could reach it by name and would run it.
@@ -38,7 +38,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from amldist.errors import UserError
-from amldist.rules import placeholders, shell_command, shell_values
+from amldist.rules import placeholders, secrets, shell_command, shell_values
 
 _REFERENCE = {  # how a variable reference is written in each quoting
     shell_command.SINGLE: "'\"${{{}}}\"'",
@@ -97,16 +97,26 @@ def render(command: str, values: dict[str, str | None], *, file: str = "the job"
         if key not in names:
             names[key] = variable_name(len(names), ref.source, ref.name)
             env[names[key]] = value
+        if _pasted(context) and value and (secrets.is_secret_name(ref.name) or secrets.is_known_secret(value)):
+            raise UserError(f"{file}: the command uses {key}, a secret, {context.describe()}, where no variable can "
+                            "be expanded: amldist never writes a secret into the command itself",
+                            hint="pass it as an argument of a program (python t.py --x \"${{" + key + "}}\")")
         out += [text[pos:ref.start], _reference(names[key], value, context, key in paths)]
         pos = ref.end
     out.append(text[pos:])
     return Rendered("".join(out), env, tuple(warnings))
 
 
+def _pasted(context) -> bool:
+    """Where no variable reference would expand (a quoted here-document, after a backslash...)."""
+    quoting = context.quoting
+    return quoting not in shell_command.RENDERABLE or (quoting in _REFERENCE and context.enclosing is not None)
+
+
 def _reference(variable: str, value: str, context, is_path: bool) -> str:
     """The text that stands for the value at ``context`` (see the module docstring)."""
     quoting = context.quoting
-    if quoting not in shell_command.RENDERABLE or (quoting in _REFERENCE and context.enclosing):
+    if _pasted(context):
         return value  # benign (checked): the text Azure ML pastes, where no variable would expand
     if quoting in _REFERENCE:
         return _REFERENCE[quoting].format(variable)

@@ -1,29 +1,28 @@
-"""Where each placeholder of a command sits, as the shell will read it: its quoting, and what
-the command it belongs to does with it.
+"""Where each placeholder of a command sits, as the shell will read it: its quoting, and whether
+amldist can prove that any value there is an argument of an ordinary program.
 
 Azure ML pastes a value's text into the command and hands the command to a shell. amldist
 instead passes every value in the process environment and writes a variable reference in its
 place, chosen for the quoting the placeholder sits in. A parameter expansion's result is never
 parsed again as shell code by the shell that expands it, so there the value is the literal text
-of an argument (split into words where it is unquoted, as the pasted text would be).
+of an argument, provided that no program the command runs reads it as code.
 
-That holds only for the shell amldist starts. A command may hand the value to another reader
-of code: a nested shell or evaluator (``bash -c``, ``eval``, ``trap``, ``su -c``..., behind any
-wrapper such as ``timeout``, ``env``, ``xargs`` or ``find -exec``; a here-string, here-document or
-pipe into one), the program position (the value chooses what runs), or an assignment later read
-in arithmetic. :func:`contexts` finds those: it lexes the command (quotes, ``$'...'``,
-backslashes, comments, ``$(...)``, backticks, ``${...}``, ``$((...))``, ``((...))``, ``[[...]]``,
-here-documents, pipes) into simple commands and words, and :mod:`amldist.rules.shell_roles`
-decides what each word is to its command, comparing words after quote removal. The spans come
-from :mod:`amldist.rules.placeholders`, the one parser of the ``${{...}}`` syntax. Hand-written
-because no maintained Python library reports the quoting at an offset (``shlex`` knows no
-``$(...)``, arithmetic or here-documents; bashlex is GPL and drops the quoting).
+That proof is an allow-list (:mod:`amldist.rules.shell_grammar`): a list of simple commands of
+programs on a short written list, in a small grammar read completely. A placeholder there gets
+its quoting and role from the grammar. Anywhere else, known or not, the placeholder is
+``outside`` and takes only benign values; :class:`_Lexer` then only finds its quoting, to write
+the benign value's reference (or paste it where no variable can be expanded): quotes,
+``$'...'``, backslashes, comments, ``$(...)``, backticks, ``${...}``, ``$((...))``, ``((...))``,
+``[[...]]`` and here-documents. A mistake of this lexer can change how a benign value is written,
+never what a non-benign value may do. The spans come from :mod:`amldist.rules.placeholders`, the
+one parser of the ``${{...}}`` syntax.
 
 Each placeholder gets a :class:`Context`: ``quoting`` (``unquoted``, ``double``, ``single``,
 ``ansi``, ``heredoc``, ``comment``, or one where a variable cannot be written: ``escaped``,
 ``quoted-heredoc``, ``heredoc-word``), ``enclosing`` (a construct around it that the shell reads
-again as code: ``backtick``, ``parameter``, ``arithmetic``, ``conditional``) and ``role`` (see
-:mod:`amldist.rules.shell_roles`). :func:`Context.proven_safe` says whether any value is safe
+again as code: ``backtick``, ``parameter``, ``arithmetic``, ``conditional``), ``role`` (from the
+grammar: ``argument``, ``interpreter-code``, ``program``, ``outside``) and ``via`` (the program,
+or why the command is not proven). :func:`Context.proven_safe` says whether any value is safe
 there; elsewhere :mod:`amldist.rules.shell_values` admits only benign values.
 """
 
@@ -33,7 +32,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from amldist.rules import shell_roles as roles
+from amldist.rules import shell_grammar as grammar
 
 UNQUOTED, DOUBLE, SINGLE, ANSI, HEREDOC, COMMENT = "unquoted", "double", "single", "ansi", "heredoc", "comment"
 ESCAPED, QUOTED_HEREDOC, HEREDOC_WORD, UNPLACED = "escaped", "quoted-heredoc", "heredoc-word", "unplaced"
@@ -53,29 +52,34 @@ ENCLOSING_TEXT = {
 }
 
 
+SAFE_ROLES = (grammar.ARGUMENT, grammar.INTERPRETER_CODE)
+
+
 @dataclass(frozen=True)
 class Context:
     quoting: str
-    role: str = roles.ARGUMENT
-    via: str = ""  # the program or construct that gives the role ("bash -c", "timeout")
+    role: str = grammar.OUTSIDE
+    via: str = ""  # the program ("python train.py"), or why the command is not proven ("bash is not on the list")
     enclosing: str | None = None
 
     def proven_safe(self) -> bool:
-        """True where no value can be read as code: an argument (or data on the standard input) of
-        an ordinary program, written as a variable reference in any quoting."""
-        return self.quoting in RENDERABLE and self.enclosing is None and self.role in roles.SAFE_ROLES
+        """True where no value can be read as code: a literal argument of a program on the allow-list,
+        written as a variable reference in any quoting (:mod:`amldist.rules.shell_grammar`)."""
+        return self.quoting in RENDERABLE and self.enclosing is None and self.role in SAFE_ROLES
 
     def describe(self) -> str:
-        """Where the value goes, for messages (``in an argument that bash -c reads as shell code``)."""
+        """Where the value goes, for messages."""
         if self.enclosing:
             return ENCLOSING_TEXT[self.enclosing]
-        if self.role not in roles.SAFE_ROLES or self.quoting not in QUOTING_TEXT:
-            return roles.describe(self.role, self.via)
-        if self.quoting in QUOTING_TEXT:
-            return QUOTING_TEXT[self.quoting]
-        return roles.describe(self.role, self.via)
+        if self.role == grammar.OUTSIDE and self.via.startswith(("an ", "a ")):
+            return f"in {self.via}"
+        if self.role == grammar.OUTSIDE:
+            return (f"in a command outside the grammar amldist proves safe ({self.via})" if self.via
+                    else "in a command outside the grammar amldist proves safe")
+        return grammar.describe(grammar.Slot(self.quoting, self.role, self.via))
 
 
+WORD, ASSIGN, REDIRECT, HERESTRING, REDIRECT_IN = "word", "assign", "redirect", "herestring", "redirect-in"
 _KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "done", "fi"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _REDIRECT = re.compile(r"^[0-9]*(<<<|<|>|<<|>>|<&|>&|&>|&>>|<>|>\|)")
@@ -89,19 +93,11 @@ _PLAIN_IN = {"cmd": re.compile(r"[A-Za-z0-9_./:=,+@%^~-]+"), "double": re.compil
              "single": re.compile(r"[^']+"), "ansi": re.compile(r"[^'\\]+"), "comment": re.compile(r"[^\n]+")}
 _DIRECT = {"cmd": UNQUOTED, "double": DOUBLE, "comment": COMMENT, "single": SINGLE, "ansi": ANSI}
 _ENCLOSING = {"backtick", "parameter", "arithmetic", "conditional"}
-# a command that can evaluate a variable's content as arithmetic: an assignment's value is then code
-# a function (``f() {``, ``function f``) or an alias the command defines: calling it runs its body
-_DEFINITION = re.compile(r"(?:^|[\s;&|({])(?:function\s+([A-Za-z_][\w.:-]*)|([A-Za-z_][\w.:-]*)\s*\(\s*\))"
-                         r"|\balias\s+([A-Za-z_][\w.:-]*)=")
-_ARITHMETIC = re.compile(r"\$\(\(|\(\(|\$\[|\[\[|\blet\b|\$\{[^}]*[\[:]"
-                         r"|\b(declare|typeset|local|export|readonly)\s+-\w*i")
-
-
 @dataclass(eq=False)
 class _Word:
     raw: str = ""
     holders: list = field(default_factory=list)  # placeholder starts inside this word
-    kind: str = roles.WORD  # WORD, ASSIGN, REDIRECT, HERESTRING
+    kind: str = WORD  # WORD, ASSIGN, REDIRECT, HERESTRING
 
 
 @dataclass(eq=False)
@@ -136,8 +132,8 @@ class _Place:
 def _redirect_kind(operator: str) -> str:
     """A here-string is the command's input; ``< FILE`` names the file it reads as its input."""
     if operator.endswith("<<<"):
-        return roles.HERESTRING
-    return roles.REDIRECT_IN if operator.lstrip("0123456789") in ("<", "<>") else roles.REDIRECT
+        return HERESTRING
+    return REDIRECT_IN if operator.lstrip("0123456789") in ("<", "<>") else REDIRECT
 
 
 def _ends_word(ch: str) -> bool:
@@ -180,7 +176,7 @@ class _Lexer:
                 return
             word.kind = _redirect_kind(operator.group(1))
         elif frame.command_position and _ASSIGNMENT.match(word.raw):
-            word.kind = roles.ASSIGN
+            word.kind = ASSIGN
         elif frame.command_position and word.raw in _KEYWORDS and not word.holders:
             return
         else:
@@ -504,65 +500,20 @@ class _Lexer:
             self._quotes_escapes_expansions(frame, ch)
 
 
-def _role_of(place: _Place, roles_of) -> tuple[str, str]:
-    """The place's role in its command, or the role of the word its $(...) lands in when that is
-    risky, or an assignment (the value then lives on in a variable)."""
-    command, seen = place.command, set()
-    if command is None:
-        return roles.ARGUMENT, ""
-    role = roles_of(command).of(place.word)
-    while command.parent is not None and id(command) not in seen and role[0] in roles.SAFE_ROLES:
-        seen.add(id(command))
-        outer, word = command.parent
-        outer_role = roles_of(outer).of(word)
-        if outer_role[0] not in roles.SAFE_ROLES or outer_role[0] == roles.ASSIGNMENT:
-            role = outer_role
-        command = outer
-    return role
+def contexts(text: str, spans: list[tuple[int, int]], *, quoting: bool = True) -> dict[int, Context]:
+    """The :class:`Context` of each placeholder span ``(start, end)`` in ``text``, by start offset.
 
-
-def _code_sink(commands: list, roles_of) -> str | None:
-    """A reader of code that a variable could reach: a word a shell, evaluator or arithmetic reads
-    as code that holds an expansion (``bash -c "$x"``, ``eval $x``, ``$x``), or a command reading
-    code on its standard input (``... | sh``). Values kept in variables are then not proven safe."""
-    for command in commands:
-        found = roles_of(command)
-        for word in command.words:
-            role, via = found.of(word)
-            if role not in roles.SAFE_ROLES and ("$" in word.raw or "`" in word.raw):
-                return via or word.raw
-        if found.stdin[0] not in roles.SAFE_ROLES and (command.piped or command.stdin_holders or any(
-                w.kind == roles.HERESTRING for w in command.words)):
-            return found.stdin[1]
-    return None
-
-
-def contexts(text: str, spans: list[tuple[int, int]]) -> dict[int, Context]:
-    """The :class:`Context` of each placeholder span ``(start, end)`` in ``text``, by start offset."""
-    lexer = _Lexer(text, sorted(spans))
-    places = lexer.run()
-    arithmetic = bool(_ARITHMETIC.search(text))
-    defined = frozenset(m.group(1) or m.group(2) or m.group(3) for m in _DEFINITION.finditer(text))
-    cache: dict[int, roles.Roles] = {}
-
-    def roles_of(command: _Command) -> roles.Roles:
-        if id(command) not in cache:
-            cache[id(command)] = roles.Roles(command.words, arithmetic, defined)
-        return cache[id(command)]
-
-    # A pipe into a reader of code (| sh, | xargs sh -c, | bash): what comes before may be its code.
-    sink = _code_sink(lexer.commands, roles_of)
-    readers = [c for c in lexer.commands if c.piped and (roles_of(c).stdin[0] not in roles.SAFE_ROLES or (
-        sink and roles_of(c).stdin[0] == roles.ASSIGNMENT))]
+    A command in the grammar gets everything from :func:`amldist.rules.shell_grammar.analyse`;
+    for one outside it the lexer finds each placeholder's quoting, unless ``quoting`` is False
+    (``validate`` needs only the verdict: a benign value or not)."""
+    slots = grammar.analyse(text, spans)
+    if isinstance(slots, dict):
+        return {start: Context(slot.quoting, slot.role, slot.via) if (slot := slots.get(start)) else
+                Context(UNPLACED) for start, _ in spans}
+    places = _Lexer(text, sorted(spans)).run() if quoting else {}
     found = {}
-    for start, place in places.items():
-        role, via = _role_of(place, roles_of)
-        later = [c for c in readers if c.start > start]
-        if role in roles.SAFE_ROLES and later:
-            reader = roles_of(later[0]).stdin
-            role, via = roles.SHELL_CODE, f"a pipe into {reader[1] or 'a shell'}" + (
-                f", then {sink}" if reader[0] == roles.ASSIGNMENT else "")
-        elif role == roles.ASSIGNMENT and sink:
-            role, via = roles.SHELL_CODE, f"a variable that {sink} may read as code"
-        found[start] = Context(place.quoting, role, via, place.enclosing)
+    for start, _ in spans:
+        place = places.get(start)
+        found[start] = Context(place.quoting if place else UNPLACED, grammar.OUTSIDE, slots,
+                               place.enclosing if place else None)
     return found

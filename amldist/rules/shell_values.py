@@ -1,20 +1,20 @@
 """Which value may go where in a shell command, and where Azure ML's shell would read it
-differently: one rule, used by the local backend (refuse, warn) and by ``validate`` (warn about
-the contexts, and about the defaults and values written in the spec).
+differently: one rule, used by the local and Slurm backends (refuse, warn) and by ``validate``
+(warn about the contexts, and about the defaults and values written in the spec).
 
-- **Proven safe** (:meth:`amldist.rules.shell_command.Context.proven_safe`): any value, passed
-  as a variable reference, arrives as its literal text. When Azure ML's shell would read the
-  pasted text as more than that (:func:`azure_reading`), the local run still passes the text and
-  warns, naming the input, what Azure ML would do and the fix.
-- **Elsewhere** (a nested shell or evaluator, the program position, arithmetic, an expansion
-  read twice, a quoted here-document...): only a **benign** value is accepted, one made of
+- **Proven safe** (:meth:`amldist.rules.shell_command.Context.proven_safe`, the allow-list of
+  :mod:`amldist.rules.shell_grammar`): any value, passed as a variable reference, arrives as its
+  literal text. When Azure ML's shell would read the pasted text as more than that
+  (:func:`azure_reading`), the local run still passes the text and warns, naming the input, what
+  Azure ML would do and the fix.
+- **Everywhere else**, whatever the command does: only a **benign** value is accepted, one made of
   ``A-Za-z0-9_./:=,+@%-`` and spaces (:data:`BENIGN`). It holds no quote, expansion, operator,
   redirection, pattern or line break, so every shell reads it as the same words pasted or
   expanded: exactly Azure ML's text. Any other value is refused, naming the input (never
-  showing the value: it may be a secret).
-- A placeholder that is the code argument of an interpreter that is not a shell
-  (``python -c``, ``perl -e``...) is passed literally and warned about: the interpreter runs what
-  it is given, on Azure ML as here.
+  showing the value: it may be a secret). A local path amldist made may also name the script of
+  a proven command (it is written as one quoted word).
+- The code of ``python -c`` is passed literally and warned about: Python runs what it is given,
+  on Azure ML as here.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from amldist.rules import shell_roles
-from amldist.rules.shell_command import ANSI, COMMENT, DOUBLE, HEREDOC, QUOTED_HEREDOC, SINGLE, UNQUOTED, Context
+from amldist.rules import shell_grammar
+from amldist.rules.shell_command import ANSI, COMMENT, DOUBLE, HEREDOC, RENDERABLE, SINGLE, UNQUOTED, Context
 
 BENIGN_CHARACTERS = "letters, digits, spaces and _ . / : = , + @ % -"
 BENIGN = re.compile(r"[A-Za-z0-9_./:=,+@%-]*(?: [A-Za-z0-9_./:=,+@%-]*)*")
@@ -51,18 +51,16 @@ def check(name: str, value: str, context: Context, *, is_path: bool = False) -> 
     """The verdict for ``value`` of ``inputs.<name>`` (or ``outputs.<name>``) at ``context``."""
     ref = "${{" + name + "}}"
     if not context.proven_safe():
-        if context.role == shell_roles.PROGRAM and is_path and context.enclosing is None:
-            return Verdict()  # a local path amldist made names the program, quoted as one word
-        if _pasted_as_data(value, context):
-            return Verdict()
+        if context.role == shell_grammar.PROGRAM and is_path and context.quoting in RENDERABLE:
+            return Verdict()  # a local path amldist made names the script of a proven command, as one quoted word
         if is_benign(value):
             return Verdict()
         return Verdict(
             refused=f"the command uses {ref} {context.describe()}; there amldist passes only a value made of "
                     f"{BENIGN_CHARACTERS}, and this value has other characters",
-            hint=f"pass it as an argument of a program (python t.py --x \"{ref}\"), or give a value without shell "
-                 "characters")
-    if context.role == shell_roles.INTERPRETER_CODE:
+            hint=f"pass it as an argument of a program on amldist's list (python t.py --x \"{ref}\"), or give a "
+                 "value without shell characters")
+    if context.role == shell_grammar.INTERPRETER_CODE:
         return Verdict(warning=interpreter_warning(ref, context), hint=INTERPRETER_HINT)
     if is_path:
         return Verdict()  # a local path: Azure ML passes its own mount path there, not this text
@@ -71,13 +69,6 @@ def check(name: str, value: str, context: Context, *, is_path: bool = False) -> 
         return Verdict()
     return Verdict(warning=f"{name}: Azure ML's shell would read the value as more than its text ({reading}); "
                            "a local run passes the literal text", hint=fix(ref, value, context), diverges=True)
-
-
-def _pasted_as_data(value: str, context: Context) -> bool:
-    """A quoted here-document's body is never expanded: pasted there, as Azure ML pastes it, a value
-    without a line break (which could end the body) is data for an ordinary program, whatever it holds."""
-    return (context.quoting == QUOTED_HEREDOC and context.enclosing is None and context.role in shell_roles.SAFE_ROLES
-            and "\n" not in value and "\r" not in value)
 
 
 INTERPRETER_HINT = "pass the value as an argument of the script (sys.argv) or an environment variable instead"
@@ -89,7 +80,7 @@ def interpreter_warning(ref: str, context: Context) -> str:
 
 def context_warning(ref: str, context: Context) -> str | None:
     """``validate``'s warning for a placeholder outside the proven-safe contexts (None: proven safe)."""
-    if context.role == shell_roles.INTERPRETER_CODE and context.proven_safe():
+    if context.role == shell_grammar.INTERPRETER_CODE and context.proven_safe():
         return interpreter_warning(ref, context)
     if context.proven_safe():
         return None
@@ -125,8 +116,6 @@ def azure_reading(value: str, context: Context) -> str | None:
     """What Azure ML's shell would do with the pasted text beyond reading it literally, or None.
     Splitting an unquoted value into words, and matching patterns, happen alike here and there."""
     if context.quoting == UNQUOTED:
-        if context.role == shell_roles.ASSIGNMENT and re.search(r"\s", value):
-            return "the assignment would end at the first blank and the rest would run as a command"
         rules = _UNQUOTED
     else:
         rules = _QUOTED.get(context.quoting, [])
@@ -138,7 +127,7 @@ def fix(ref: str, value: str, context: Context) -> str:
     change the value."""
     double_ok = not re.search(r'["$`\\]', value)
     single_ok = "'" not in value
-    if context.quoting == UNQUOTED and double_ok and context.role != shell_roles.ASSIGNMENT:
+    if context.quoting == UNQUOTED and double_ok:
         return (f"write \"{ref}\" (in double quotes) so that Azure ML passes the text as one argument, "
                 "or change the value")
     if context.quoting in (UNQUOTED, DOUBLE) and single_ok:

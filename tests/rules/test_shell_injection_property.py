@@ -1,7 +1,8 @@
 """Issue 17's injection guarantee, tried as an attacker would: wrappers x shells and evaluators x
 quoting x payloads, each rendered by the local backend and run through real bash and dash. No
-payload ever runs a command: each is either refused naming the input, or passed to an ordinary
-program as its literal text."""
+payload ever runs a command: each is either refused naming the input, or passed to a program on
+the allow-list as its literal text (behind a wrapper, which is not on the list, it is refused).
+The generated oracle over many more forms is tests/attack/test_shell_oracle.py."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ CODE_CONTEXTS = [
     "echo @@ | (read -r l; eval \"$l\")", "{w}bash < <(echo @@)",
 ]
 # Where the value is an argument of an ordinary program: it must arrive as its literal text.
-ARGUMENT_CONTEXTS = ["{w}printf '<%s>\\n' @@", "{w}python3 -c 'import sys; print(sys.argv[1:])' @@"]
+ARGUMENT_CONTEXTS = ["{w}python3 -c 'import sys; print(\"\".join(f\"<{a}>\\n\" for a in sys.argv[1:]), end=\"\")' @@",
+                     "{w}python3 -c 'import sys; print(sys.argv[1:])' @@"]
 PAYLOADS = ["; touch M", "$(touch M)", "`touch M`", "' ; touch M ; '", '" ; touch M ; "', "\ntouch M\n", "| touch M",
             "&& touch M", "a[$(touch M)]", "a[b[0]+$(touch M)]", "x; touch M #", "$(touch${IFS}M)", "\"$(touch M)\"",
             "';touch M;'", "${x:=$(touch M)}", "touch M;"]
@@ -78,7 +80,7 @@ def test_no_payload_ever_runs_a_command(tmp_path_factory, shell, template, wrapp
     command = command_for(template, wrapper, quote)
     output = attempt(shell, command, value, cwd)
     assert not (cwd / "M").exists(), (command, value)
-    if template in ARGUMENT_CONTEXTS and output is not None and quote != "bare" and template.startswith("{w}printf"):
+    if template in ARGUMENT_CONTEXTS and output is not None and quote != "bare" and template == ARGUMENT_CONTEXTS[0]:
         if "'" not in value or quote == "double":  # the literal text, one argument (a ' ends '...' on Azure ML)
             assert output == f"<{value}>\n", (command, value)
 
@@ -87,7 +89,7 @@ def test_no_payload_ever_runs_a_command(tmp_path_factory, shell, template, wrapp
 def test_an_ordinary_argument_gets_the_payload_as_its_literal_text_in_any_quoting(tmp_path, shell):
     for payload in PAYLOADS:
         for quote in ("double", "single"):
-            output = attempt(shell, command_for(ARGUMENT_CONTEXTS[0], "timeout 20 ", quote), payload, tmp_path)
+            output = attempt(shell, command_for(ARGUMENT_CONTEXTS[0], "", quote), payload, tmp_path)
             assert not (tmp_path / "M").exists(), (quote, payload)
             if SUBSCRIPT_COMMAND.search(payload):  # refused everywhere: bash arithmetic could reach it by name
                 assert output is None
