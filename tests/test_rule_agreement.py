@@ -129,6 +129,26 @@ def test_every_layer_reads_a_code_path_the_same_way(tmp_path, text, kind):
     assert (cli_path(text, str(tmp_path)) == text) == (not local)
 
 
+@pytest.mark.parametrize("text", ["~", "~/src", "file:~"])
+def test_no_layer_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch, text):
+    """azure-ai-ml joins ``code: ~`` to the spec's folder (pathlib, no expanduser): a folder named ``~``, never
+    the whole home copied into the snapshot."""
+    home = tmp_path / "home"
+    (home / "src").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    spec_dir = tmp_path / "spec"
+    spec_dir.mkdir()
+    job = f"type: command\ncommand: python t.py\nenvironment: {ENV}\ncode: '{text}'\n"
+    found = [d for d in validate_text(job, str(spec_dir / "job.yml"), base_dir=str(spec_dir))]
+    assert [d.code for d in found] == ["missing-code"] and "not the home folder" in found[0].message
+    with pytest.raises(UserError, match="not the home folder"):
+        code_folder(text, str(spec_dir), "job.yml")
+    (spec_dir / "~" / "src").mkdir(parents=True)
+    assert code_folder(text, str(spec_dir), "job.yml") == str(spec_dir / text.removeprefix("file:"))
+    assert not validate_text(job, str(spec_dir / "job.yml"), base_dir=str(spec_dir))
+    assert cli_path(text, str(spec_dir)).startswith(str(spec_dir))
+
+
 # ---- counts ----------------------------------------------------------------------------------------
 
 # 2.0 is a whole number to JSON Schema and to azure-ai-ml (which reads it as 2); 2.5 is not
