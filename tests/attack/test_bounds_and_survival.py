@@ -220,6 +220,30 @@ def test_a_secret_passed_under_another_name_stays_masked_in_messages_and_files(t
     assert "sk-LIVE" not in _all_text(tmp_path / ".amldist")
 
 
+CREDENTIALS_JOB = """\
+type: command
+command: echo run > /dev/null
+environment: azureml:env:1
+name: creds
+environment_variables:
+  NETRC: sk-LIVE-netrc-path
+  SMTP_PASS: sk-LIVE-smtp
+  LDAP_PASSWD: sk-LIVE-ldap
+  GCP_SA: '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nsk-LIVE-pem\\n-----END PRIVATE KEY-----\\n"}'
+  DEPLOY_MATERIAL: "-----BEGIN OPENSSH PRIVATE KEY-----\\nsk-LIVE-ssh\\n-----END OPENSSH PRIVATE KEY-----"
+"""
+
+
+def test_secret_names_and_credential_shaped_values_are_masked_in_dry_runs_and_run_files(tmp_path):
+    (tmp_path / "job.yml").write_text(CREDENTIALS_JOB)
+    for args in (("--local", "--dry-run"), ("--dry-run",), ("--local",)):
+        result = amldist("submit", "job.yml", *args, cwd=tmp_path, timeout=90)
+        result.assert_clean(codes=(0,))
+        assert "sk-LIVE" not in result.out + result.err, args
+        assert "NETRC" in result.out + result.err or "--dry-run" not in args  # the dry runs show the names
+    assert "sk-LIVE" not in _all_text(tmp_path / ".amldist")
+
+
 @pytest.mark.parametrize("given", [("api_key=sk-LIVE-1234", "hmac=a"), ("api_key=3", "hmac=sk-LIVE-1234")])
 def test_error_messages_never_print_a_secret_inputs_value(tmp_path, given):
     (tmp_path / "component.yml").write_text(COMPONENT)
