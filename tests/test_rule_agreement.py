@@ -129,6 +129,26 @@ def test_every_layer_reads_a_code_path_the_same_way(tmp_path, text, kind):
     assert (cli_path(text, str(tmp_path)) == text) == (not local)
 
 
+@pytest.mark.parametrize("text", ["~", "~/src", "file:~"])
+def test_no_layer_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch, text):
+    """azure-ai-ml joins ``code: ~`` to the spec's folder (pathlib, no expanduser): a folder named ``~``, never
+    the whole home copied into the snapshot."""
+    home = tmp_path / "home"
+    (home / "src").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    spec_dir = tmp_path / "spec"
+    spec_dir.mkdir()
+    job = f"type: command\ncommand: python t.py\nenvironment: {ENV}\ncode: '{text}'\n"
+    found = [d for d in validate_text(job, str(spec_dir / "job.yml"), base_dir=str(spec_dir))]
+    assert [d.code for d in found] == ["missing-code"] and "not the home folder" in found[0].message
+    with pytest.raises(UserError, match="not the home folder"):
+        code_folder(text, str(spec_dir), "job.yml")
+    (spec_dir / "~" / "src").mkdir(parents=True)
+    assert code_folder(text, str(spec_dir), "job.yml") == str(spec_dir / text.removeprefix("file:"))
+    assert not validate_text(job, str(spec_dir / "job.yml"), base_dir=str(spec_dir))
+    assert cli_path(text, str(spec_dir)).startswith(str(spec_dir))
+
+
 # ---- counts ----------------------------------------------------------------------------------------
 
 # 2.0 is a whole number to JSON Schema and to azure-ai-ml (which reads it as 2); 2.5 is not
@@ -387,3 +407,33 @@ def test_a_bad_component_gets_the_same_diagnostic_from_validate_local_and_azure(
         seen[label] = (code, [line for line in (out + err).splitlines() if "comp.yml:" in line])
     assert all(code == 1 for code, _ in seen.values()), seen
     assert all(lines and lines[0].startswith(wanted) for _, lines in seen.values()), seen
+
+
+# ---- a step's component of another (or an unknown) type: one line from validate, --local and Azure -----------
+
+NESTED_STEP = "type: pipeline\njobs:\n  {name}:\n    type: {kind}\n    component: ./{file}\n"
+
+
+@pytest.mark.parametrize("kind, written, depth", [("pipeline", "flibber", 1), ("pipeline", "flibber", 2),
+                                                   ("command", "flibber", 1), ("pipeline", "command", 1)])
+def test_a_step_component_of_another_type_is_one_line_from_validate_local_and_azure(tmp_path, monkeypatch, cli,
+                                                                                     kind, written, depth):
+    body = ("jobs:\n  a:\n    type: command\n    command: echo hi\n    environment: azureml:env:1\n"
+            if written != "command" else "command: echo hi\nenvironment: azureml:env:1\n")
+    (tmp_path / "sub.yml").write_text(f"type: {written}\n{body}")
+    (tmp_path / "mid.yml").write_text(NESTED_STEP.format(name="deeper", kind=kind, file="sub.yml"))
+    (tmp_path / "pipe.yml").write_text(NESTED_STEP.format(name="inner", kind="pipeline" if depth == 2 else kind,
+                                                          file="mid.yml" if depth == 2 else "sub.yml"))
+    monkeypatch.chdir(tmp_path)
+    for name in ("AZUREML_ARM_SUBSCRIPTION", "AZUREML_ARM_RESOURCEGROUP", "AZUREML_ARM_WORKSPACE_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    where = "mid.yml:5:5" if depth == 2 else "pipe.yml:5:5"
+    step = "deeper" if depth == 2 else "inner"
+    wanted = (f"{where}: error invalid-component: jobs.{step}.component: './sub.yml' cannot be used: it is of type "
+              f"{written!r}, and a {kind} step runs only a {kind} component (type: {kind}), as azure-ai-ml requires")
+    for argv in (("validate", "pipe.yml"), ("submit", "pipe.yml", "--local", "--dry-run"),
+                 ("submit", "pipe.yml", "--dry-run")):
+        code, out, err = cli(*argv)
+        lines = [line for line in (out + err).splitlines() if "error" in line]
+        assert code == 1 and lines[0].startswith(wanted), (argv, out + err)
+        assert "order:" not in out + err and "Traceback" not in err

@@ -13,7 +13,7 @@ from amldist.rules import placeholders
 from amldist.authoring.arguments import count
 from amldist.authoring.convert import TIMEOUT_TAG, check_file, convert_legacy
 from amldist.errors import UserError
-from amldist.rules import paths, process_counts
+from amldist.rules import counts, paths, process_counts
 from amldist.rules.booleans import is_optional
 from amldist.rules.suggestions import did_you_mean
 from amldist.rules.secrets import shown
@@ -46,13 +46,16 @@ def _local(path, base_dir):
     return paths.local_path(path, base_dir)
 
 
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # ASCII: '٣' is no digit to Azure ML
+
+
 def _literal(name: str, port: dict, value):
     """A literal input value, coerced from text (the CLI passes strings) and range-checked."""
     kind = port.get("type")
     text = str(value).strip()
-    if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d{1,300}", text):
+    if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d{1,300}", text, re.ASCII):
         value = int(text)  # 300 digits: Python refuses to read 4,301 (a crash), no count needs 300
-    elif kind == "number" and not isinstance(value, bool) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+    elif kind == "number" and not isinstance(value, bool) and _NUMBER.fullmatch(text):
         value = float(text) if not isinstance(value, int) else value
     elif kind == "boolean" and text.lower() in ("true", "false"):
         value = text.lower() == "true"
@@ -159,7 +162,7 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
     res.instance_type = instance_type or res.instance_type
     tags = dict(component.tags or {})
     tag_timeout = tags.pop(TIMEOUT_TAG, None)
-    timeout = count("timeout", timeout) or (int(tag_timeout) if str(tag_timeout).isdigit() and len(str(tag_timeout)) < 20 else None)
+    timeout = count("timeout", timeout) or _tag_timeout(tag_timeout)
     env = component.environment
     if isinstance(env, dict):
         env = dict(env)
@@ -177,3 +180,14 @@ def component_to_job(component, *, inputs=None, compute=None, instance_count=Non
         distribution=dist, resources=res if res.to_dict() else None,
         limits=Limits(timeout=timeout) if timeout else None,
     )
+
+
+def _tag_timeout(value) -> int | None:
+    """The component's ``amldist.timeout_seconds`` tag (what ``convert`` keeps of a legacy timeout) as a count;
+    a tag that is no whole number of seconds (``"²"``, ``"1h"``) is one line naming the tag, not ignored."""
+    if value is None:
+        return None
+    try:
+        return counts.parse_count(str(value), maximum=None)
+    except ValueError as exc:
+        raise UserError(f"tags.{TIMEOUT_TAG}: {exc}", hint=f"write the tag as a whole number of seconds ({TIMEOUT_TAG}: '3600')") from None

@@ -77,7 +77,7 @@ def code_folder(code, base_dir: str, file: str) -> str | None:
                         hint="--set code=./src (relative to the YAML file)")
     path = paths.local_path(text, base_dir)
     if not os.path.isdir(path) and not os.path.isfile(path):  # one file: the run's code folder holds it alone
-        raise UserError(f"{file}: code {text!r} does not exist (looked for {path})",
+        raise UserError(f"{file}: code {text!r} does not exist (looked for {path}){paths.tilde_note(text)}",
                         hint="point code: at the folder (or the one file) holding your scripts, relative to the YAML")
     check_code_source(path, file)
     return path

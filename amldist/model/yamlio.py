@@ -81,7 +81,7 @@ def _at(mark) -> tuple[int, int]:
 class _Frame:
     """An open mapping or sequence while its events arrive."""
 
-    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged")
+    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged", "written")
 
     def __init__(self, value, path: Path, mark, anchor):
         self.value = value  # the dict or list being filled
@@ -93,6 +93,7 @@ class _Frame:
         self.key_mark = None
         self.merging = False  # the waiting key is '<<'
         self.merged: list = []  # mappings merged in with '<<', applied when the mapping ends
+        self.written: dict = {}  # a key that is no string (True, 1, None) -> its text as written (``yes``)
 
 
 _NO_KEY = object()
@@ -117,6 +118,7 @@ class _Builder:
         self.anchors: dict = {}  # anchor -> (value, size); only finished values can be aliased
         self.open_anchors: set = set()
         self.nodes = 0
+        self.text = None  # the text of the last scalar, as written (a key's, for messages)
 
     def run(self):
         loader = self.loader
@@ -132,6 +134,7 @@ class _Builder:
             if kind is ScalarEvent:
                 self._anchor_check(event)
                 value = self.scalar(event)
+                self.text = event.value
                 if event.anchor is not None:
                     self.anchors[event.anchor] = (value, 1)
                 root = self.place(stack, value, 1, event.start_mark, root)
@@ -165,6 +168,7 @@ class _Builder:
                 if event.anchor not in self.anchors:
                     raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", event.start_mark)
                 value, size = self.anchors[event.anchor]
+                self.text = None  # an alias key has no text of its own
                 root = self.place(stack, value, size, event.start_mark, root)
             if not stack and kind is not MappingStartEvent and kind is not SequenceStartEvent:
                 break
@@ -215,13 +219,13 @@ class _Builder:
             if value is _MERGE_KEY:
                 top.merging = True
             elif value in top.value:
-                first = self.doc.keys.get(top.path + (value,), (0, 0))
-                raise YamlError("duplicate-key", f"duplicate key {value!r} (first at line {first[0]})", *_at(mark),
-                                hint="YAML keeps only one of them; remove or rename the other")
+                raise self.duplicate(top, value, mark)
             elif len(top.value) >= MAX_KEYS:
                 raise YamlError("yaml-too-many-keys", f"a mapping with more than {MAX_KEYS} keys",
                                 *_at(top.mark), hint="split the file; no Azure ML spec needs that many keys")
             top.key, top.key_mark = value, mark
+            if not isinstance(value, str):
+                top.written[value] = self.text
         elif top.merging:
             sources = value if isinstance(value, list) else [value]
             if not all(isinstance(source, dict) for source in sources):
@@ -236,6 +240,20 @@ class _Builder:
             top.value[top.key] = value
             top.key = _NO_KEY
         return root
+
+    def duplicate(self, top: _Frame, key, mark) -> YamlError:
+        """A duplicate key named as written: ``yes`` and ``True`` are both the boolean true to YAML 1.1, and
+        ``1`` and ``1.0`` the same number, so the message says which texts collided and what they mean."""
+        first = self.doc.keys.get(top.path + (key,), (0, 0))
+        now, before = self.text, top.written.get(key)
+        if isinstance(key, str) or now is None or before is None:
+            return YamlError("duplicate-key", f"duplicate key {key!r} (first at line {first[0]})", *_at(mark),
+                             hint="YAML keeps only one of them; remove or rename the other")
+        meaning = ("null" if key is None else f"the boolean {str(key).lower()}" if isinstance(key, bool)
+                   else f"the number {key!r}")
+        return YamlError("duplicate-key", f"duplicate key {_shorten(now)!r}: YAML reads it as {meaning}, the same key "
+                         f"as {_shorten(before)!r} at line {first[0]}", *_at(mark),
+                         hint=f"quote the keys to keep them as text ('{_shorten(now)}': ...), or remove one")
 
     def scalar(self, event):
         value = event.value

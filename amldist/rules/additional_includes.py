@@ -48,7 +48,7 @@ def resolve(entries, base_dir: str, code_dir: str | None, file: str = "the compo
 
 
 def _one(entry: str, base_dir: str, code_dir: str | None, where: str) -> Include:
-    source = os.path.realpath(os.path.join(base_dir, os.path.expanduser(entry)))
+    source = os.path.realpath(os.path.join(base_dir, entry))
     name = os.path.basename(source)
     zipped = False
     if not os.path.exists(source):

@@ -54,7 +54,9 @@ def as_count(value):
 def parse_count(text: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     """A count typed on the command line; ValueError with the problem as its message."""
     stripped = text.strip()
-    if not stripped.lstrip("+-").isdigit() or len(stripped) > 30:
+    digits = stripped.lstrip("+-")
+    # ASCII digits only: str.isdigit() also takes '²' and '٣', which int() then refuses or reads as 3
+    if not (digits.isascii() and digits.isdigit()) or len(stripped) > 30:
         raise ValueError(f"must be a whole number, got {_show(text)}")
     value = int(stripped)
     problem = count_problem(value, minimum=minimum, maximum=maximum)

@@ -12,6 +12,10 @@ line), so that they all give the same answer for the same text:
 - ``REMOTE``: any other URI (``https://``, ``wasbs://``, ``abfss://``, ``s3://``,
   ``hdfs:/data``, ``git+https://``) and scp-style git addresses (``git@github.com:o/r.git``).
 
+``~`` is no home folder here, as in azure-ai-ml (which joins every path with ``pathlib``, never
+``expanduser``): ``code: ~`` names a folder called ``~`` beside the spec, not the whole home, and
+``~/x`` is the folder ``x`` inside it. Only a shell expands ``~``, before amldist sees the text.
+
 A scheme is what RFC 3986 allows before ``:`` (a letter, then letters, digits, ``+``, ``-``,
 ``.``); one letter before ``:`` is a Windows drive, not a scheme.
 """
@@ -55,7 +59,14 @@ def without_file_scheme(value: str) -> str:
 
 def local_path(value: str, base_dir: str) -> str:
     """The absolute, normalised path a LOCAL value names, relative ones read against ``base_dir``."""
-    return os.path.normpath(os.path.join(base_dir, os.path.expanduser(without_file_scheme(value))))
+    return os.path.normpath(os.path.join(base_dir, without_file_scheme(value)))  # no expanduser: see above
+
+
+def tilde_note(value) -> str:
+    """What to add to "does not exist" for a path written with ``~`` (see the module docstring), else ""."""
+    plain = without_file_scheme(value) if isinstance(value, str) else ""
+    return "; '~' is not the home folder in a spec (azure-ai-ml reads a folder named '~')" \
+        if plain.startswith("~") else ""
 
 
 def rebase(value, from_dir: str, to_dir: str):
@@ -65,7 +76,7 @@ def rebase(value, from_dir: str, to_dir: str):
         return value
     text = value.strip()
     plain = without_file_scheme(text)
-    if os.path.isabs(plain) or _DRIVE.match(plain) or plain.startswith("~"):
+    if os.path.isabs(plain) or _DRIVE.match(plain):
         return value
     moved = os.path.relpath(os.path.join(from_dir, plain), to_dir).replace(os.sep, "/")
     return text[: len(text) - len(plain)] + moved

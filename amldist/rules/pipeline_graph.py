@@ -19,6 +19,11 @@ bindings; ``amldist validate`` (:mod:`amldist.validate.pipeline`), ``amldist sub
 - Bounds: nesting deeper than :data:`MAX_DEPTH` (a component that includes itself) and more than
   :data:`MAX_STEPS` steps counted while expanding (each use of a nested component counts its steps
   again: 1.6 KB of YAML can name 16,384 steps) are one :class:`PipelineTooLarge` error line.
+- :func:`component_type_problem`: a ``type: command`` or ``type: pipeline`` step whose component
+  writes another ``type:`` (``flibber``, ``pipeline`` under a command step, ...) is refused, as
+  azure-ai-ml refuses it (``Value 'flibber' passed is not in set ['pipeline']``); such a nested
+  component's steps are not expanded. ``validate`` and ``submit`` (whose validation is validate's)
+  give its one line.
 - :func:`effective_job`: the one rule for what a step runs: its own ``distribution``, ``resources``,
   ``limits``, ... laid over its component's (mappings merged key by key; a distribution of another
   ``type`` replaces the component's, one of the same type adjusts it).
@@ -31,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 
 from amldist.errors import UserError
-from amldist.model.kinds import recognise, type_word
+from amldist.model.kinds import is_legacy_type, recognise, type_word
 from amldist.rules import paths
 
 MAX_DEPTH = 10
@@ -206,7 +211,7 @@ def _steps(jobs, base_dir: str, file: str, prefix: str, depth: int, counter: lis
                 f"{file}: more than {MAX_STEPS} steps once nested pipeline components are expanded",
                 hint="use fewer nested pipeline components, or register them (azureml:NAME:VERSION)")
         step = _step(str(name), node, base_dir, file, prefix)
-        data = step.component_data if step.type == "pipeline" else None
+        data = step.component_data if step.type == "pipeline" and component_type_problem(step) is None else None
         if data is not None:
             step.children = _steps(data.get("jobs"), step.component_dir, step.component.path if step.component
                                    else file, step.qualified + "/", depth + 1, counter)
@@ -230,6 +235,24 @@ def _step(name: str, node: dict, base_dir: str | None, file: str, prefix: str) -
     elif "command" in node:
         step.source = COMMAND
     return step
+
+
+def component_type_problem(step: Step) -> str | None:
+    """Why the step's component (local file or inline) is not of the step's ``type`` (see the module docstring).
+
+    Only a ``type`` written on both sides is compared: azure-ai-ml loads a component without one as the
+    step's kind, and a step without one takes its component's. A legacy ``DistributedComponent`` runs as a
+    command step."""
+    data = step.component_data
+    if step.type not in ("command", "pipeline") or "type" not in step.node or not isinstance(data, dict) \
+            or "type" not in data:
+        return None
+    written = data["type"]
+    if type_word(written) == step.type or (step.type == "command" and is_legacy_type(written)):
+        return None
+    shown = written if isinstance(written, str) and len(written) <= 40 else "something else"
+    return (f"it is of type {shown!r}, and a {step.type} step runs only a {step.type} component "
+            f"(type: {step.type}), as azure-ai-ml requires")
 
 
 def inline_steps(component, path: tuple, depth: int = 0):

@@ -4,11 +4,13 @@ A value is secret when
 
 - its **name** looks secret. The name is split into words (``snake_case``, ``kebab-case``,
   ``camelCase``; trailing numbers dropped: ``OPENAI_KEY_2``) and is secret when
-  - a word holds SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, APIKEY or CONNECTIONSTRING,
-    or is PWD, CREDS, JWT, SAS, OAUTH or CONNECTION followed by STRING (``client_secret``,
-    ``DB_PWD``, ``SAS_URL``, ``ConnectionString``);
+  - a word holds SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, APIKEY, CONNECTIONSTRING, NETRC or
+    PGPASS, or is PWD, CREDS, JWT, SAS, OAUTH, or CONNECTION followed by STRING, or PRIVATE followed by
+    KEY (``client_secret``, ``DB_PWD``, ``SAS_URL``, ``ConnectionString``, ``NETRC``, ``PGPASSFILE``,
+    ``PRIVATE_KEY_PATH``): a file that holds credentials is masked as they are;
   - or its **last** word is KEY, TOKEN, PASS, PW, PAT, AUTH, AUTHORIZATION, COOKIE, BEARER, HMAC,
-    SALT, DSN, OTP, CERT or PRIVATE, or ends with KEY, TOKEN, SECRET, COOKIE (``AccountKey``,
+    SALT, DSN, OTP, CERT, CERTIFICATE, ASSERTION or PRIVATE, or ends with KEY, TOKEN, SECRET, COOKIE
+    (``AccountKey``, ``AZURE_CLIENT_ASSERTION``,
     ``hftoken``, ``DB_PASS``, ``MYSQL_PW``, ``session_cookie``) -- unless the word before KEY or
     TOKEN says what kind of key or token it is in data, not in security (``partition_key``,
     ``sort_key``, ``pad_token``, ``max_token``), or the word is a known look-alike (``tiktoken``);
@@ -17,6 +19,11 @@ A value is secret when
   (a SAS URL's ``?sv=...&sig=...``, ``AccountKey=...;`` in a connection string). In Azure
   storage URLs (``wasbs://container@account...``, ``abfss://filesystem@account...``) the part
   before ``@`` is a container, not a user: it is kept unless it carries ``:password``;
+- or its **value has the shape of a credential**, whatever its name (:func:`is_secret_value`): a PEM
+  private key (``-----BEGIN ... PRIVATE KEY-----``), a JSON object holding a secret-named field or a
+  service account (``{"type": "service_account", "private_key": ...}``, a Docker ``auths`` file), or a
+  JSON Web Token (three base64url parts, the first two ``eyJ...``). Inside longer text a private key
+  block or a token is masked and the rest kept;
 - or it is a **value already seen under a secret name** in this process (:func:`remember`,
   :func:`remember_tree`: ``amldist submit`` registers its spec and ``--input`` values first). A
   secret pipeline input passed through a binding to an input of another name, or quoted in an
@@ -36,11 +43,15 @@ import re
 from collections.abc import Mapping
 
 # A word of the name holding one of these is secret, wherever it stands.
-SECRET_PARTS = ("SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "CONNECTIONSTRING")
+SECRET_PARTS = ("SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "CONNECTIONSTRING", "NETRC",
+                "PGPASS")
 SECRET_WORDS = frozenset({"PWD", "CREDS", "JWT", "SAS", "OAUTH"})
 # Secret as the last word of a name (elsewhere they describe something else: ``pass_rate``, ``salt_rounds``).
 SECRET_LAST_WORDS = frozenset({"KEY", "TOKEN", "PASS", "PW", "PAT", "AUTH", "AUTHORIZATION", "COOKIE", "COOKIES",
-                               "BEARER", "HMAC", "SALT", "DSN", "OTP", "CERT", "PRIVATE"})
+                               "BEARER", "HMAC", "SALT", "DSN", "OTP", "CERT", "CERTIFICATE",
+                               "ASSERTION", "PRIVATE"})
+# Two words that name a secret together, wherever they stand (``PRIVATE_KEY_FILE``, ``connection_string_name``).
+SECRET_PAIRS = frozenset({("CONNECTION", "STRING"), ("PRIVATE", "KEY")})
 SECRET_ENDINGS = ("KEY", "TOKEN", "SECRET", "COOKIE")  # one-word compounds: APIKEY, HFTOKEN, ACCOUNTKEY
 # KEY/TOKEN after these words name a key of data or a token of text, not a credential.
 DATA_QUALIFIERS = frozenset({
@@ -81,7 +92,7 @@ def is_secret_name(name) -> bool:
         return False
     if any(part in word for word in words for part in SECRET_PARTS) or SECRET_WORDS.intersection(words):
         return True
-    if any(a == "CONNECTION" and b == "STRING" for a, b in zip(words, words[1:])):
+    if SECRET_PAIRS.intersection(zip(words, words[1:])):
         return True
     last = words[-1]
     if last in LOOK_ALIKES:
@@ -91,6 +102,42 @@ def is_secret_name(name) -> bool:
     if last in SECRET_LAST_WORDS:
         return True
     return any(last.endswith(end) and last != end for end in SECRET_ENDINGS)
+
+
+_PEM_KEY = re.compile(r"-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*-----|\Z)", re.S)
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+MAX_JSON_CHARS = 1 << 20  # a credentials file is a few KB; larger JSON is data, not parsed to look for one
+
+
+def is_secret_value(value) -> bool:
+    """Whether a value has the shape of a credential whatever its name: a PEM private key, a JSON object
+    with a secret-named field or of ``"type": "service_account"``, a JSON Web Token (module docstring)."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if text.startswith("-----BEGIN") and _PEM_KEY.fullmatch(text) or _JWT.fullmatch(text):
+        return True
+    if not (text.startswith("{") and text.endswith("}")) or len(text) > MAX_JSON_CHARS:
+        return False
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return _holds_secret(data)
+
+
+def _holds_secret(data, depth: int = 0) -> bool:
+    """A parsed JSON value with a secret-named field holding something, or a service account, at any depth."""
+    if depth > 20:
+        return False
+    if isinstance(data, dict):
+        if data.get("type") == "service_account":
+            return True
+        return any((is_secret_name(key) and value not in (None, "", {}, [])) or _holds_secret(value, depth + 1)
+                   for key, value in data.items())
+    return isinstance(data, list) and any(_holds_secret(item, depth + 1) for item in data)
 
 
 _BINDING_ONLY = re.compile(r"\s*(\$\{\{[^{}]*\}\}\s*)+")
@@ -126,7 +173,7 @@ def is_known_secret(value) -> bool:
 def shown(name, value, limit: int = 60) -> str:
     """``repr(value)`` for a message (cut to ``limit`` characters), or ``***`` when ``name`` looks
     secret or the value is a known secret."""
-    if value not in (None, "") and (is_secret_name(name) or is_known_secret(value)):
+    if value not in (None, "") and (is_secret_name(name) or is_known_secret(value) or is_secret_value(value)):
         return MASK
     text = mask_text(repr(value))
     return text if len(text) <= limit else text[: limit - 4] + "...'"
@@ -153,6 +200,13 @@ def mask_text(text):
     pairs, SAS signatures, values remembered as secret); anything that is not a string is returned as is."""
     if not isinstance(text, str):
         return text
+    if is_secret_value(text):
+        remember(text)
+        return MASK
+    if "PRIVATE KEY" in text:
+        text = _PEM_KEY.sub(MASK, text)
+    if "eyJ" in text:
+        text = _JWT.sub(MASK, text)
     for value in sorted(_known, key=len, reverse=True):
         if value in text:
             text = text.replace(value, MASK)

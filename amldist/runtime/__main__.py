@@ -5,7 +5,8 @@
 all-reduce, reported by rank 0), tears the group down and exits 0, or 1 when the check failed.
 
 Exit status: 0, or 2 with one ``amldist.runtime: error: ...`` line for a bad command line or
-environment, or 127 when CMD cannot be started. SIGPIPE is restored to the default Python
+environment, 1 with one such line when ``--print`` cannot write (``> /dev/full``), or 127 when CMD
+cannot be started. SIGPIPE is restored to the default Python
 replaces: ``--print | head -c1`` then ends quietly as ``cat`` would, and CMD starts with the
 signal dispositions a shell would give it.
 """
@@ -65,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
             # The reader left (``| head -c1``) where SIGPIPE is ignored (main() called in-process):
             # nothing more to say; stdout goes to devnull so the interpreter's last flush is quiet.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        except OSError as err:  # ``> /dev/full`` (ENOSPC), a disk full, EIO: one line, not a traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            print(f"amldist.runtime: error: cannot write to standard output: {err.strerror}", file=sys.stderr)
             return 1
     if command is None:
         return 0

@@ -154,10 +154,11 @@ def typed_value(text, current):
     stripped = text.strip()
     if (kind == "boolean" or (kind is None and isinstance(current, bool))) and stripped.lower() in ("true", "false"):
         return stripped.lower() == "true"
-    if (kind == "integer" or (kind is None and type(current) is int)) and re.fullmatch(r"[+-]?\d+", stripped):
-        return int(stripped)
+    integer = re.fullmatch(r"[+-]?\d{1,300}", stripped, re.ASCII)
+    if (kind == "integer" or (kind is None and type(current) is int)) and integer:
+        return int(stripped)  # ASCII digits: '٣' is no number to Azure ML; 300: int() refuses 4,301 digits
     number = r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"
-    if (kind == "number" or (kind is None and type(current) is float)) and re.fullmatch(number, stripped):
+    if (kind == "number" or (kind is None and type(current) is float)) and re.fullmatch(number, stripped, re.ASCII):
         return float(stripped)
     return text
 

@@ -136,7 +136,7 @@ def reads_interface(component) -> bool:
 def _component_of(ctx, step):
     """The step's component mapping, None when unknown (remote or absent), after reporting trouble."""
     if step.source == graph.INLINE:
-        return step.node["component"]
+        return _of_step_type(ctx, step, step.node["component"])
     if step.component is None:  # registered, none, or no folder to read a local file from
         return None
     path, ref, local = ("jobs", step.name), step.node.get("component"), step.reference
@@ -151,7 +151,20 @@ def _component_of(ctx, step):
                  f"{rules.field_path(path)}.component: {ref!r} cannot be used: {found}",
                  "run amldist validate on that file")
         return None
-    return found
+    return _of_step_type(ctx, step, found)
+
+
+def _of_step_type(ctx, step, component):
+    """``component``, or None after an error when it is not of the step's type (the graph's one rule)."""
+    problem = graph.component_type_problem(step)
+    if problem is None:
+        return component
+    ref = step.node.get("component")
+    shown = repr(ref) if isinstance(ref, str) else "the inline component"
+    ctx.emit(("jobs", step.name, "component"), ERROR, "invalid-component",
+             f"{rules.field_path(('jobs', step.name))}.component: {shown} cannot be used: {problem}",
+             f"write type: {step.type} in the component, or point the step at a {step.type} component")
+    return None
 
 
 def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, default_environment=None,

@@ -83,7 +83,8 @@ def check_code(ctx, spec: dict, path=()) -> None:
     local = local_file(ctx, code)
     if local is not None and not os.path.exists(local):
         ctx.emit(path + ("code",), WARNING, "missing-code",
-                 f"{field_path(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)",
+                 f"{field_path(path + ('code',))}: {code!r} does not exist (relative to the spec's folder)"
+                 f"{paths.tilde_note(code)}",
                  "fix the path; the folder is uploaded as the job's snapshot")
 
 

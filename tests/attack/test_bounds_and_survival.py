@@ -4,6 +4,7 @@ a full disk, a closed or full stdout, secrets under other names, and daemons tha
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -220,6 +221,30 @@ def test_a_secret_passed_under_another_name_stays_masked_in_messages_and_files(t
     assert "sk-LIVE" not in _all_text(tmp_path / ".amldist")
 
 
+CREDENTIALS_JOB = """\
+type: command
+command: echo run > /dev/null
+environment: azureml:env:1
+name: creds
+environment_variables:
+  NETRC: sk-LIVE-netrc-path
+  SMTP_PASS: sk-LIVE-smtp
+  LDAP_PASSWD: sk-LIVE-ldap
+  GCP_SA: '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nsk-LIVE-pem\\n-----END PRIVATE KEY-----\\n"}'
+  DEPLOY_MATERIAL: "-----BEGIN OPENSSH PRIVATE KEY-----\\nsk-LIVE-ssh\\n-----END OPENSSH PRIVATE KEY-----"
+"""
+
+
+def test_secret_names_and_credential_shaped_values_are_masked_in_dry_runs_and_run_files(tmp_path):
+    (tmp_path / "job.yml").write_text(CREDENTIALS_JOB)
+    for args in (("--local", "--dry-run"), ("--dry-run",), ("--local",)):
+        result = amldist("submit", "job.yml", *args, cwd=tmp_path, timeout=90)
+        result.assert_clean(codes=(0,))
+        assert "sk-LIVE" not in result.out + result.err, args
+        assert "NETRC" in result.out + result.err or "--dry-run" not in args  # the dry runs show the names
+    assert "sk-LIVE" not in _all_text(tmp_path / ".amldist")
+
+
 @pytest.mark.parametrize("given", [("api_key=sk-LIVE-1234", "hmac=a"), ("api_key=3", "hmac=sk-LIVE-1234")])
 def test_error_messages_never_print_a_secret_inputs_value(tmp_path, given):
     (tmp_path / "component.yml").write_text(COMPONENT)
@@ -272,6 +297,69 @@ def test_sigkill_to_amldist_leaves_no_daemon_of_the_run(tmp_path):
     finally:
         for pid in _alive(f"sleep {tag}\\."):
             os.kill(int(pid), signal.SIGKILL)
+
+
+SCRUBBED_DAEMON = """\
+import os, sys, time
+# a daemon that hides from the run marker: a session of its own, no parent, and the marker overwritten in its
+# environment's memory (what /proc/<pid>/environ shows), as setproctitle-style code does
+if os.fork():
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+stat = open("/proc/self/stat").read()
+fields = stat[stat.rfind(")") + 2:].split()
+start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50 and 51)
+with open("/proc/self/mem", "r+b") as mem:
+    mem.seek(start)
+    text = mem.read(end - start)
+    mem.seek(start)
+    mem.write(text.replace(b"AMLDIST_RUN_MARKER", b"XXXXXXXXXXXXXXXXXX"))
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def _escapes(tag: str) -> str:
+    """Daemons of every kind that slip past the run marker and the session (issue 24)."""
+    parts = [f"(env -u AMLDIST_RUN_MARKER setsid sleep {tag}.1 > /dev/null 2>&1 < /dev/null &)",
+             f"(env -i /bin/sh -c 'setsid sleep {tag}.2 > /dev/null 2>&1 < /dev/null &')",
+             f"python scrub.py {tag}.3 > /dev/null 2>&1 < /dev/null"]
+    if os.geteuid() == 0 and shutil.which("su"):  # `su -` resets the environment and starts a session of its own
+        parts.append(f"(su - root -c 'setsid sleep {tag}.4 > /dev/null 2>&1 < /dev/null &')")
+    return "; ".join(parts)
+
+
+def test_sigkill_to_amldist_stops_daemons_that_drop_or_overwrite_the_marker(tmp_path):
+    tag = f"{os.getpid() % 1000 + 7000}"
+    (tmp_path / "scrub.py").write_text(SCRUBBED_DAEMON)
+    _job(tmp_path, _escapes(tag) + f"; sleep {tag}.9")
+    wanted = 5 if "su -" in _escapes(tag) else 4
+    daemons = f"^(sleep {tag}\\.|[^ ]*python[^ ]* scrub\\.py {tag}\\.3$)"
+    proc = subprocess.Popen([sys.executable, "-m", "amldist", "submit", "job.yml", "--local"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_alive(daemons)) < wanted and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_alive(daemons)) == wanted, _alive(str(tag))
+        scrubbed = [pid for pid in _alive(daemons) if b"AMLDIST_RUN_MARKER" not in _environ(pid)]
+        assert len(scrubbed) == wanted - 1, "every daemon but the rank's own sleep has no marker to be found by"
+        time.sleep(1.0)  # the supervisor lists its descendants every TRACK_SECONDS
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert _gone(daemons, 30), _alive(daemons)
+    finally:
+        for pid in _alive(daemons):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def _environ(pid: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def test_job_logs_of_a_huge_log_stays_in_bounded_memory(tmp_path, attack_long):

@@ -252,6 +252,19 @@ def test_job_from_a_component(tmp_path, monkeypatch):
     assert data["environment_variables"] == {"NCCL_DEBUG": "INFO"}
 
 
+@pytest.mark.parametrize("tag", ["\u00b2", "\u0663", "1h", "0", "-5"])
+def test_a_timeout_tag_that_is_no_whole_number_of_seconds_is_one_line_naming_the_tag(tmp_path, tag):
+    """'²' and '٣' pass str.isdigit() (int() then refuses the first and reads the second as 3)."""
+    component = convert_legacy(legacy(code="src"))
+    component.tags = {TIMEOUT_TAG: tag}
+    inputs = {"data": "data/train", "mode": "fast"}
+    with pytest.raises(UserError) as info:
+        component_to_job(component, inputs=inputs, base_dir=str(tmp_path))
+    problem = "must be at least 1" if tag in ("0", "-5") else f"must be a whole number, got {tag!r}"
+    assert info.value.message.startswith(f"tags.{TIMEOUT_TAG}: {problem}")
+    assert component_to_job(component, inputs=inputs, base_dir=str(tmp_path), timeout=60).limits.timeout == 60
+
+
 def test_job_inputs_are_coerced_and_checked():
     component = convert_legacy(legacy(inputs={
         "data": {"type": "AnyFile"}, "lr": {"type": "Float", "optional": True, "min": 0.0, "max": 1.0},

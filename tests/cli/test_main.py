@@ -58,6 +58,9 @@ def test_counts_must_be_whole_numbers_between_the_limits(cli, tmp_path):
                           (["submit", "job.yml", "--process-count-per-instance", "two"], "whole number, got 'two'"),
                           (["submit", "job.yml", "--process-count-per-instance", "100000"], "at most 10000"),
                           (["submit", "job.yml", "--instance-count", "9" * 5000], "whole number"),
+                          # str.isdigit() takes these; int() refuses '²' and reads '٣' as 3
+                          (["submit", "job.yml", "--instance-count", "\u00b2"], "whole number, got '\u00b2'"),
+                          (["submit", "job.yml", "--instance-count", "\u0663"], "whole number, got '\u0663'"),
                           (["convert", "legacy.yml", "--instance-count", "-1"], "at least 1, got -1")):
         code, _, err = cli(*argv)
         assert code == 2 and problem in err and "Traceback" not in err, (argv, err[-300:])

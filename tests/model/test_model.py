@@ -59,6 +59,19 @@ def test_yaml_errors_carry_position():
     assert str(info.value).startswith("j.yml:3:1: duplicate key 'command'")
 
 
+@pytest.mark.parametrize("first, second, meaning", [
+    ("True", "yes", "the boolean true"), ("on", "On", "the boolean true"), ("no", "False", "the boolean false"),
+    ("1", "1.0", "the number 1.0"), ("~", "null", "null"),
+])
+def test_a_duplicate_key_that_yaml_reads_as_no_text_is_named_as_written(first, second, meaning):
+    with pytest.raises(spec.SpecLoadError) as info:
+        spec.loads(f"type: command\ntags:\n  {first}: a\n  {second}: b\n", file="j.yml")
+    assert (info.value.line, info.value.col, info.value.code) == (4, 3, "duplicate-key")
+    assert str(info.value) == (f"j.yml:4:3: duplicate key {second!r}: YAML reads it as {meaning}, the same key as "
+                               f"{first!r} at line 3")
+    assert "\n" not in str(info.value) + info.value.hint and f"'{second}': ..." in info.value.hint
+
+
 @pytest.mark.parametrize(
     "text, code",
     [

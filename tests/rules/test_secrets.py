@@ -6,7 +6,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from amldist.rules.secrets import MASK, is_secret_name, mask_env, mask_text, mask_tree, remember_tree, shown
+from amldist.rules.secrets import (MASK, is_secret_name, is_secret_value, mask_env, mask_text, mask_tree, remember_tree,
+                                   shown)
 
 
 @pytest.mark.parametrize("name", [
@@ -72,7 +73,15 @@ NOT_SECRET_NAMES = ["partition_keys", "use_tiktoken", "authentication_type", "jo
                     "KEY_VAULT_URL", "AZURE_CLIENT_ID"]
 SECRET_NAMES = ["DB_PASS", "db_pw", "MYSQL_PW", "COOKIE", "session_cookie", "BEARER", "HMAC", "SALT", "password_salt",
                 "SENTRY_DSN", "apikey", "AccountKey", "OPENAI_API_KEY_2", "hftoken", "refresh_token", "SIGNING_KEY",
-                "ConnectionString", "GITHUB_PAT", "jwt", "OTP"]
+                "ConnectionString", "GITHUB_PAT", "jwt", "OTP",
+                # files and forms that hold credentials (issue 24): a .netrc, libpq's password file, a private key,
+                # a client assertion (a signed JWT), a client certificate, *_PASS / *_PASSWD
+                "NETRC", "netrc_path", "PGPASSFILE", "PGPASS", "PRIVATE_KEY_FILE", "ssh_private_key_path",
+                "AZURE_CLIENT_ASSERTION", "CLIENT_CERTIFICATE", "SMTP_PASS", "LDAP_PASSWD", "RedisPass",
+                "htpasswd", "GOOGLE_APPLICATION_CREDENTIALS"]
+# Names near those words that are no secret: masking them would hide what a job does.
+NOT_SECRET_NAMES += ["auth_mode", "private_network", "certificate_count", "passes", "bypass_cache", "compass_heading",
+                     "num_passes", "key_column", "network", "assertion_level"]
 
 
 @pytest.mark.parametrize("name", NOT_SECRET_NAMES)
@@ -113,3 +122,37 @@ def test_a_secret_value_stays_masked_under_another_name_and_in_messages():
     assert mask_text("--x sk-LIVE-bound-1234 --y 2") == "--x *** --y 2"
     assert shown("anything", "sk-LIVE-bound-1234") == MASK and shown("db_pass", "short") == MASK
     assert shown("epochs", 3) == "3"
+
+
+PEM = "-----BEGIN {kind}PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END {kind}PRIVATE KEY-----\n"
+SERVICE_ACCOUNT = ('{"type": "service_account", "project_id": "p", "private_key_id": "abc", '
+                   '"private_key": "' + PEM.format(kind="").replace("\n", "\\n") + '", "client_email": "x@p.iam"}')
+JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhcHAiLCJhdWQiOiJ4In0.c2lnbmF0dXJlLWJ5dGVz"
+
+
+@pytest.mark.parametrize("value", [
+    PEM.format(kind=""), PEM.format(kind="RSA "), PEM.format(kind="OPENSSH "), PEM.format(kind="ENCRYPTED "),
+    SERVICE_ACCOUNT, '{"auths": {"myregistry.azurecr.io": {"auth": "dXNlcjpwYXNz"}}}',
+    '{"client_id": "c", "client_secret": "s3cr3t"}', '{"a": {"b": {"token": "t"}}}', JWT,
+])
+def test_a_value_shaped_like_a_credential_is_masked_under_any_name(value):
+    assert is_secret_value(value)
+    assert mask_env({"SOME_SETTING": value}) == {"SOME_SETTING": MASK}
+    assert mask_tree({"inputs": {"config": value}}) == {"inputs": {"config": MASK}}
+    assert shown("config", value) == MASK
+
+
+@pytest.mark.parametrize("value", [
+    '{"lr": 0.1, "epochs": 3}', '{"tokenizer": "gpt2", "max_tokens": 128}', '{"api_key": ""}', "{not json}",
+    "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "eyJ.not.a.token", "hello world",
+])
+def test_ordinary_values_are_no_credential(value):
+    assert not is_secret_value(value)
+    assert mask_env({"SOME_SETTING": value}) == {"SOME_SETTING": value}
+
+
+def test_a_private_key_or_a_token_inside_text_is_masked_and_the_rest_kept():
+    text = f"echo {PEM.format(kind='RSA ').strip()} > id_rsa && curl -H 'Authorization: Bearer {JWT}' https://h/x"
+    masked = mask_text(text)
+    assert "MIIEvQ" not in masked and JWT not in masked
+    assert masked.startswith("echo *** > id_rsa && curl") and masked.endswith("https://h/x")

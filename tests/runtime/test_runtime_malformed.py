@@ -166,6 +166,14 @@ def test_print_into_a_closed_pipe_in_process_returns_1_without_a_traceback(clean
         stream.close()  # the write end now points at /dev/null: closing flushes nothing harmful
 
 
+def test_print_into_a_full_device_is_one_line_and_exit_1(base_env):
+    """``--print > /dev/full``: ENOSPC is one ``amldist.runtime: error:`` line, exit 1, no traceback."""
+    with open("/dev/full", "w") as full:
+        result = run_module(["--print"], base_env, stdout=full, stderr=subprocess.PIPE)
+    assert result.returncode == 1
+    assert result.stderr == "amldist.runtime: error: cannot write to standard output: No space left on device\n"
+
+
 # --- fuzzing every variable the runtime reads -----------------------------------------------------
 
 NOT_VARIABLES = {"SIGPIPE", "SIGXFSZ"}  # names in the source that are not environment variables

@@ -79,3 +79,15 @@ def test_command_line_paths_are_relative_to_the_current_directory_and_uris_kept(
     assert cli_path("data/x", str(tmp_path)) == os.path.join(str(tmp_path), "data", "x")
     for uri in ("azureml:cifar:1", "https://host/x", "azureml://datastores/d/paths/p", "abfss://c@a/p"):
         assert cli_path(uri, str(tmp_path)) == uri
+
+
+@pytest.mark.parametrize("text", ["\u0663", "\u00b2", "1\u0660", "9" * 5000], ids=["3", "2", "10", "5000-digits"])
+def test_an_input_value_is_a_number_only_in_ascii_digits_and_a_bounded_length(text):
+    """'٣' is a digit to Python's \\d and int(), not to Azure ML; 5,000 digits would make int() raise."""
+    from amldist.submit.overrides import typed_value
+
+    assert typed_value(text, {"type": "integer"}) == text
+    if text.isascii():
+        return
+    assert typed_value(text, {"type": "number"}) == text
+    assert typed_value("42", {"type": "integer"}) == 42 and typed_value("4.5", {"type": "number"}) == 4.5

@@ -26,7 +26,25 @@ No orphans when amldist itself dies without cleaning up (SIGKILL, a crash), on L
   they have now, and stops them until no new one appears; the watchdog does the same when amldist
   was killed. So a rank's ``setsid`` daemon, and a daemon's child re-parented after amldist listed
   the processes, do not survive the run. (A process that clears its environment before it execs,
-  ``env -i``, escapes the marker; the session and subreaper nets above still hold it in most cases.)
+  ``env -i``, or one that overwrites its environment in memory, escapes the marker; the nets above
+  and below still hold it.)
+- the **descendants**, structurally: the supervisor is a subreaper, so every process of the run,
+  whatever its session or environment, stays its descendant (an orphan is re-parented to it, not to
+  init). While the run goes, the supervisor lists its descendants (:func:`descendants`, from
+  ``/proc/<pid>/task/<tid>/children``) every :data:`TRACK_SECONDS` and tells the watchdog each new one
+  with its start time. When amldist dies, its orphans go to init and the tree is lost, so the
+  watchdog stops what it was told of (same pid *and* start time: never a reused pid) and everything
+  below those, frozen first (SIGSTOP) so that none can fork or exit meanwhile, then SIGTERM, the grace,
+  SIGKILL (:func:`stop_trees`).
+
+What still escapes when amldist itself is SIGKILLed (a normal end, a failure, a timeout, Ctrl-C and
+``job cancel`` stop every descendant): a process that leaves the session, clears or overwrites the
+marker and loses its parent all within the last :data:`TRACK_SECONDS` before amldist died (it was never
+listed), or one that a process of the run starts and orphans while it is being stopped during the
+watchdog's grace (it is re-parented to init in between two looks). Closing these needs the kernel to
+hold the run's processes together whatever they do: a cgroup (``cgroup.kill``) or a PID namespace,
+which need privileges amldist does not assume. A process that becomes another user (``su - other``,
+``sudo -u``) can only be signalled by that user or root: run as an unprivileged user it survives.
 
 Hand-written rather than psutil: psutil is not a dependency, and what is needed is a
 ``/proc`` scan and two ``prctl`` calls.
@@ -45,6 +63,7 @@ RUN_MARKER = "AMLDIST_RUN_MARKER"
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
+TRACK_SECONDS = 0.25  # how often the supervisor tells the watchdog of its new descendants
 
 
 def _stat_fields(pid: str | int) -> list[str] | None:
@@ -80,6 +99,42 @@ def children_of(parent: int) -> set[int]:
             fields = _stat_fields(entry)
             if fields and len(fields) > 1 and int(fields[1]) == parent:
                 found.add(int(entry))
+    return found
+
+
+def _children_files(pid: int) -> list[int] | None:
+    """The children of every thread of ``pid`` (a child belongs to the thread that forked it); None when
+    this kernel has no ``children`` files, [] when ``pid`` is gone."""
+    try:
+        threads = os.listdir(f"{_PROC}/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in threads:
+        try:
+            with open(f"{_PROC}/{pid}/task/{tid}/children", "rb") as fh:
+                found.extend(int(child) for child in fh.read().split())
+        except FileNotFoundError:
+            if tid == str(pid) and os.path.isdir(f"{_PROC}/{pid}/task/{tid}"):
+                return None  # the thread is there, its children file is not: no CONFIG_PROC_CHILDREN
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def descendants(roots) -> set[int]:
+    """Every live descendant of the pids in ``roots`` (not the roots themselves), zombies included; Linux."""
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        pid = todo.pop()
+        children = _children_files(pid)
+        if children is None:  # no children files: one scan of every process's parent instead
+            children = children_of(pid)
+        for child in children:
+            if child not in found:
+                found.add(child)
+                todo.append(child)
     return found
 
 
@@ -128,6 +183,60 @@ def stop_sessions(sessions: set[int], popens, grace: float, *, cut_short=lambda:
     deadline = time.monotonic() + 5
     while session_members(sessions) and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def start_of(pid: int) -> int | None:
+    """The start time of ``pid`` (``/proc/<pid>/stat`` field 22), None when gone or a zombie."""
+    fields = _stat_fields(pid)
+    if not fields or len(fields) < 20 or fields[0] == "Z":
+        return None
+    try:
+        return int(fields[19])
+    except ValueError:
+        return None
+
+
+def _freeze(roots: set[int]) -> set[int]:
+    """SIGSTOP ``roots`` and everything below them, again until no new process appears (one that forked
+    between a look and its stop is found below its now stopped parent); returns what was stopped."""
+    frozen: set[int] = set()
+    for _ in range(50):
+        new = (set(roots) | descendants(set(roots) | frozen)) - frozen
+        if not new:
+            break
+        _signal_all(new, signal.SIGSTOP)
+        frozen |= new
+    return frozen
+
+
+def stop_trees(roots: set[int], grace: float) -> None:
+    """Stop ``roots`` and all their descendants (module docstring): frozen, SIGTERM (then SIGCONT, so that
+    each can act on it), up to ``grace`` seconds while newcomers below them get SIGTERM too, then frozen
+    again and SIGKILLed until none is left. Each pid is compared with its start time, never a reused one."""
+    known = {pid: start for pid in _freeze(roots) if (start := start_of(pid)) is not None}
+    _signal_all(known, signal.SIGTERM)
+    _signal_all(known, signal.SIGCONT)
+    deadline = time.monotonic() + max(grace, 0.0)
+    while time.monotonic() < deadline:
+        known = _still_alive(known)
+        if not known:
+            return
+        for pid in descendants(known) - known.keys():
+            if (start := start_of(pid)) is not None:
+                known[pid] = start
+                _signal_all((pid,), signal.SIGTERM)
+        time.sleep(0.05)
+    for _ in range(20):
+        known = _still_alive(known)
+        if not known:
+            return
+        known.update({pid: start for pid in _freeze(set(known)) if (start := start_of(pid)) is not None})
+        _signal_all(known, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _still_alive(known: dict) -> dict:
+    return {pid: start for pid, start in known.items() if start_of(pid) == start}
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -281,6 +390,10 @@ class Watchdog:
     def watch(self, session: int) -> None:
         os.write(self._pipe, f"{session}\n".encode())
 
+    def track(self, pid: int, start: int) -> None:
+        """A descendant of amldist (``start``: its start time), to stop if amldist dies."""
+        os.write(self._pipe, f"p {pid} {start}\n".encode())
+
     def close(self) -> None:
         if self._pipe < 0:
             return
@@ -302,6 +415,7 @@ def _watch(grace: float, marker: str) -> int:
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     sessions: set[int] = set()
+    known: dict[int, int] = {}  # the descendants amldist listed -> their start times
     buffer = b""
     while True:
         chunk = os.read(0, 4096)
@@ -312,9 +426,15 @@ def _watch(grace: float, marker: str) -> int:
         for line in lines:
             if line == b"done":
                 return 0
-            sessions.add(int(line))
-    stop_sessions(sessions, [], grace)
-    stop_marked(marker, grace)  # the run's daemons, in sessions of their own
+            if line.startswith(b"p "):
+                _, pid, start = line.split()
+                known[int(pid)] = int(start)
+            else:
+                sessions.add(int(line))
+    roots = set(_still_alive(known)) | session_members(sessions) | marked_processes(marker)
+    stop_trees(roots, grace)  # every listed descendant, whatever its session or environment, and all below
+    stop_sessions(sessions, [], 0)  # anything that joined a session or took the marker meanwhile
+    stop_marked(marker, 0)
     return 0
 
 

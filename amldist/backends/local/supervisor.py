@@ -30,8 +30,8 @@ import time
 
 from amldist.backends.local.plan import LocalPlan
 from amldist.engine.log_stream import LogFollower
-from amldist.backends.local.process_groups import (RUN_MARKER, Subreaper, Watchdog, die_with_parent, stop_adopted,
-                                                   stop_marked, stop_sessions)
+from amldist.backends.local.process_groups import (RUN_MARKER, TRACK_SECONDS, Subreaper, Watchdog, descendants,
+                                                   die_with_parent, start_of, stop_adopted, stop_marked, stop_sessions)
 from amldist.backends.local.run_console import CopyProgress, end_lines
 from amldist.engine.run_folder import fill_job_and_code, new_run_folder, python_wrappers
 from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
@@ -86,6 +86,8 @@ class Supervisor:
         self.watchdog: Watchdog | None = None
         self.state = None  # run_state.RunState: the run's status.json, set by launch()
         self.reaper: Subreaper | None = None
+        self.tracked: dict[int, int] = {}  # descendants the watchdog knows of -> their start times
+        self._tracked_at = 0.0
 
     # -- starting -------------------------------------------------------------------------
     def start(self) -> None:
@@ -108,6 +110,19 @@ class Supervisor:
             self.reaper.own.add(popen.pid)
 
     # -- watching -------------------------------------------------------------------------
+    def track(self) -> None:
+        """Tell the watchdog of every new descendant (every TRACK_SECONDS): a subreaper's descendants are
+        every process of the run, whatever its session or environment (process_groups' docstring)."""
+        now = time.monotonic()
+        if self.watchdog is None or now - self._tracked_at < TRACK_SECONDS:
+            return
+        self._tracked_at = now
+        for pid in descendants((os.getpid(),)) - {self.watchdog.proc.pid}:
+            start = start_of(pid)
+            if start is not None and self.tracked.get(pid) != start:
+                self.tracked[pid] = start
+                self.watchdog.track(pid, start)
+
     def watch(self) -> tuple[str, int | None]:
         """Wait for the end; returns (outcome, index of the failing process or None).
 
@@ -129,6 +144,7 @@ class Supervisor:
             if timeout and time.monotonic() - self.started > timeout:
                 return "timeout", None
             now = time.monotonic()
+            self.track()
             if self.stream:
                 self.pump()
             if self.status and now - last_status >= 0.5:
@@ -142,6 +158,7 @@ class Supervisor:
         while time.monotonic() < deadline and self.stop_signal is None:
             if all(p.poll() is not None for p in self.popens):
                 return
+            self.track()
             if self.stream:
                 self.pump()
             time.sleep(POLL_SECONDS)
