@@ -9,7 +9,8 @@ this module once per emulated node; it reads its part from three variables the b
 - ``AMLDIST_RAY_HEAD``: the head's ``host:port`` (the GCS port: ``distribution.port``, or a free port
   locally; Azure ML's default 6379 is often taken on a workstation);
 - ``AMLDIST_RAY_NODES``: how many Ray nodes the cluster has (``resources.instance_count``).
-Optional: ``AMLDIST_RAY_HEAD_ARGS`` / ``AMLDIST_RAY_WORKER_ARGS`` (``head_node_additional_args`` /
+Optional: ``AMLDIST_RAY_NODE_IP`` (this node's address, ``--node-ip-address``; the head's own defaults to
+the host of ``AMLDIST_RAY_HEAD``, a worker's to what Ray finds), ``AMLDIST_RAY_HEAD_ARGS`` / ``AMLDIST_RAY_WORKER_ARGS`` (``head_node_additional_args`` /
 ``worker_node_additional_args``, split like a shell's words and given to ``ray start`` as arguments,
 never to a shell), ``AMLDIST_RAY_DASHBOARD`` (``include_dashboard``: ``true``) and
 ``AMLDIST_RAY_DASHBOARD_PORT``.
@@ -56,7 +57,8 @@ def settings(environ) -> dict:
     nodes = environ.get("AMLDIST_RAY_NODES", "1")
     if not nodes.isascii() or not nodes.isdigit() or not 1 <= int(nodes) <= 100_000:
         raise RayNodeError(f"AMLDIST_RAY_NODES={nodes!r} is not a node count")
-    return {"role": role, "host": host, "port": int(port), "nodes": int(nodes),
+    own = environ.get("AMLDIST_RAY_NODE_IP") or (host if role == "head" else "")
+    return {"role": role, "host": host, "port": int(port), "nodes": int(nodes), "ip": own,
             "args": shlex.split(environ.get(f"AMLDIST_RAY_{role.upper()}_ARGS", "")),
             "dashboard": environ.get("AMLDIST_RAY_DASHBOARD", "").lower() == "true",
             "dashboard_port": environ.get("AMLDIST_RAY_DASHBOARD_PORT", "")}
@@ -64,8 +66,8 @@ def settings(environ) -> dict:
 
 def start_argv(s: dict, python: str = sys.executable) -> list[str]:
     """``ray start`` for this node, in the foreground (``--block``: the node lives as long as the process)."""
-    argv = [python, "-m", "ray.scripts.scripts", "start", "--block", "--disable-usage-stats",
-            "--node-ip-address", s["host"]]
+    argv = [python, "-m", "ray.scripts.scripts", "start", "--block", "--disable-usage-stats"]
+    argv += ["--node-ip-address", s["ip"]] if s["ip"] else []
     if s["role"] == "head":
         argv += ["--head", "--port", str(s["port"]), "--include-dashboard", "true" if s["dashboard"] else "false"]
         if s["dashboard"] and s["dashboard_port"]:

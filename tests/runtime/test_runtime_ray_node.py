@@ -26,6 +26,9 @@ def test_a_worker_joins_the_head():
     s = ray_node.settings({**HEAD, "AMLDIST_RAY_ROLE": "worker", "AMLDIST_RAY_WORKER_ARGS": "--num-cpus 1"})
     argv = ray_node.start_argv(s, python="py")
     assert argv[argv.index("--address") + 1] == "127.0.0.1:6390" and "--head" not in argv
+    assert "--node-ip-address" not in argv  # a worker's own address: Ray finds it (another host on a cluster)
+    own = ray_node.start_argv(ray_node.settings({**HEAD, "AMLDIST_RAY_ROLE": "worker", "AMLDIST_RAY_NODE_IP": "10.1.0.5"}))
+    assert own[own.index("--node-ip-address") + 1] == "10.1.0.5"
     assert argv[-2:] == ["--num-cpus", "1"]
 
 

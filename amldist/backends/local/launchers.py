@@ -232,7 +232,7 @@ def ray_layout(nodes: int, extra: dict | None = None, port: int | None = None) -
     ``std_log_node_<NN>.txt`` as for a multi-node job's nodes."""
     extra = extra or {}
     port = int(extra["port"]) if isinstance(extra.get("port"), int) else (port or free_ports(1)[0])
-    shared = {"AMLDIST_RAY_HEAD": f"{LOOPBACK}:{port}", "AMLDIST_RAY_NODES": str(nodes)}
+    shared = {"AMLDIST_RAY_HEAD": f"{LOOPBACK}:{port}", "AMLDIST_RAY_NODES": str(nodes), "AMLDIST_RAY_NODE_IP": LOOPBACK}
     for key, name in (("head_node_additional_args", "AMLDIST_RAY_HEAD_ARGS"),
                       ("worker_node_additional_args", "AMLDIST_RAY_WORKER_ARGS"),
                       ("dashboard_port", "AMLDIST_RAY_DASHBOARD_PORT")):
