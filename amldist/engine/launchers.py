@@ -103,7 +103,7 @@ class Slot:
 class Layout:
     """Every process of a job, plus what the backend must hold while it runs."""
 
-    kind: str  # "pytorch", "mpi", "tensorflow" or "single"
+    kind: str  # "pytorch", "mpi", "tensorflow", "ray" or "single"
     nodes: int
     slots: list[Slot]
     busy_port: int | None = None  # AZ_BATCH_MASTER_NODE's port, kept bound during the run
@@ -218,6 +218,31 @@ def tensorflow_layout(workers: int, parameter_servers: int, ports: list[int] | N
             slots.append(Slot(f"{task_type} {index}", index, None, f"std_log_node_{index:02d}_{task_type}.txt",
                               {"TF_CONFIG": json.dumps(config, separators=(",", ":"))}))
     return Layout("tensorflow", max(workers, parameter_servers), slots)
+
+
+RAY_NODE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "runtime", "ray_node.py")  # amldist/runtime/ray_node.py, run by file: see ray_layout
+
+
+def ray_layout(nodes: int, extra: dict | None = None, port: int | None = None) -> Layout:
+    """``distribution: type: ray``: one Ray node per emulated node, the head on node 0, the command
+    once, on the head (:mod:`amldist.runtime.ray_node` starts each node and runs it). Ports: the
+    head's GCS port is ``distribution.port`` when given, else a free one (Azure ML's 6379 is often
+    taken here); the dashboard is off unless ``include_dashboard: true``. Logs: one per node,
+    ``std_log_node_<NN>.txt`` as for a multi-node job's nodes."""
+    extra = extra or {}
+    port = int(extra["port"]) if isinstance(extra.get("port"), int) else (port or free_ports(1)[0])
+    shared = {"AMLDIST_RAY_HEAD": f"{LOOPBACK}:{port}", "AMLDIST_RAY_NODES": str(nodes), "AMLDIST_RAY_NODE_IP": LOOPBACK}
+    for key, name in (("head_node_additional_args", "AMLDIST_RAY_HEAD_ARGS"),
+                      ("worker_node_additional_args", "AMLDIST_RAY_WORKER_ARGS"),
+                      ("dashboard_port", "AMLDIST_RAY_DASHBOARD_PORT")):
+        if extra.get(key) is not None:
+            shared[name] = str(extra[key])
+    if extra.get("include_dashboard") is True:
+        shared["AMLDIST_RAY_DASHBOARD"] = "true"
+    slots = [Slot("ray head" if n == 0 else f"ray worker {n}", n, None, f"std_log_node_{n:02d}.txt",
+                  {**shared, "AMLDIST_RAY_ROLE": "head" if n == 0 else "worker"}) for n in range(nodes)]
+    return Layout("ray", nodes, slots)
 
 
 def single_layout(nodes: int) -> Layout:

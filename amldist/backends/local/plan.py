@@ -66,7 +66,7 @@ class LocalPlan:
     run_dir: str
     code_source: str | None  # folder copied into run_dir/code; None: an empty working folder
     command: str  # the command after substitution
-    kind: str  # pytorch | mpi | tensorflow | single
+    kind: str  # pytorch | mpi | tensorflow | ray | single
     ranks: list[RankSpec]  # what every rank runs and sees
     processes: list[RankSpec]  # what amldist starts: the ranks, or one mpirun that starts them
     outputs: dict[str, tuple[str, str]]  # name -> (path, type)
@@ -131,7 +131,8 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     ranks = []
     for slot in layout.slots:
         added = {**job_vars, **info, **slot.variables}  # the launcher's variables win, as on Azure
-        ranks.append(RankSpec(slot.label, [shell, "-c", command], {**base, **added}, cwd,
+        argv = ray_argv(python, slot, [shell, "-c", command]) if layout.kind == "ray" else [shell, "-c", command]
+        ranks.append(RankSpec(slot.label, argv, {**base, **added}, cwd,
                               os.path.join(log_dir, slot.log_name), slot.rank, slot.node, added))
     processes = ranks
     if layout.kind == "mpi":
@@ -148,6 +149,12 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
                      python=python)
+
+
+def ray_argv(python: str, slot: envs.Slot, command: list[str]) -> list[str]:
+    """A Ray node's process: :mod:`amldist.runtime.ray_node`, the command after ``--`` on the head only."""
+    head = slot.variables.get("AMLDIST_RAY_ROLE") == "head"
+    return [python, envs.RAY_NODE] + (["--", *command] if head else [])
 
 
 def value_warnings(rendered, diagnostics) -> list[str]:
@@ -174,8 +181,19 @@ def launcher_layout(job, file: str) -> envs.Layout:
         ps = _count(dist.parameter_server_count, 0, "distribution.parameter_server_count", file)
         _local_limit(workers + ps, file)
         return envs.tensorflow_layout(workers, ps)
+    if kind == "ray":
+        return envs.ray_layout(_local_limit(nodes, file), ray_settings(dist, file))
     raise UserError(f"{file}: distribution type {dist.type!r} is not emulated by the local backend",
-                    hint="pytorch, mpi and tensorflow run locally; submit this job to Azure ML instead")
+                    hint="pytorch, mpi, tensorflow and ray run locally; submit this job to Azure ML instead")
+
+
+def ray_settings(dist, file: str) -> dict:
+    """``distribution``'s Ray fields; ``address`` (join a cluster that exists elsewhere) is refused locally."""
+    extra = dict(dist.extra or {})
+    if extra.get("address"):
+        raise UserError(f"{file}: distribution.address {extra['address']!r} joins an existing Ray cluster, "
+                        "which a local run cannot reach", hint="remove distribution.address to start a local cluster")
+    return extra
 
 
 def mpi_processes(layout: envs.Layout, ranks: list[RankSpec], launcher: str | None, shell: str, command: str,
@@ -254,7 +272,11 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
         launcher = p.processes[0]
         lines.append(f"launcher: {shlex.join(launcher.argv[:-3])} ... (mpirun sets the OMPI_* variables below)")
     shared = {k: v for k, v in p.ranks[0].added.items() if all(r.added.get(k) == v for r in p.ranks)}
-    lines.append(f"shell: {shlex.join(p.ranks[0].argv[:2])} COMMAND, in {rel(p.code_dir)}")
+    if p.kind == "ray":  # each node runs the Ray node module; the head runs the command once
+        lines.append(f"ray: every node runs {shlex.join(p.ranks[0].argv[:2])}; the head runs "
+                     f"{shlex.join(p.ranks[0].argv[3:5])} COMMAND after its cluster is whole, in {rel(p.code_dir)}")
+    else:
+        lines.append(f"shell: {shlex.join(p.ranks[0].argv[:2])} COMMAND, in {rel(p.code_dir)}")
     lines.append("environment of every process: this shell's"
                  + (f" minus inherited launcher variables ({', '.join(p.removed)})" if p.removed else "")
                  + (", plus:" if shared else ""))
@@ -263,7 +285,7 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
         own = mask_env({k: v for k, v in r.added.items() if k not in shared})
         lines.append(f"{r.label} (node {r.node}, log {rel(r.log_path)}):")
         lines.append("  " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in own.items())
-                     + (" " if own else "") + mask_text(r.argv[-1]))
+                     + (" " if own else "") + (mask_text(r.argv[-1]) if "-c" in r.argv else "(Ray worker node)"))
     lines += [f"note: {n}" for n in p.notes]
     lines += [f"warning: {w}" for w in p.warnings]
     return "\n".join(lines)
