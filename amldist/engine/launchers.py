@@ -49,6 +49,7 @@ import sys
 from dataclasses import dataclass, field
 
 from amldist.errors import UserError
+from amldist.runtime import RUNTIME_DIR
 
 LOOPBACK = "127.0.0.1"
 
@@ -220,8 +221,7 @@ def tensorflow_layout(workers: int, parameter_servers: int, ports: list[int] | N
     return Layout("tensorflow", max(workers, parameter_servers), slots)
 
 
-RAY_NODE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "runtime", "ray_node.py")  # amldist/runtime/ray_node.py, run by file: see ray_layout
+RAY_NODE = str(RUNTIME_DIR / "ray_node.py")  # amldist/runtime/ray_node.py, run by its path: see ray_layout
 
 
 def ray_layout(nodes: int, extra: dict | None = None, port: int | None = None) -> Layout:
