@@ -58,6 +58,15 @@ def register(subparsers) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="json: print the job's end state as one JSON object on stdout (for scripts)")
     parser.add_argument("--web", action="store_true", help="open the job's studio page (Azure ML)")
+    drill = parser.add_argument_group("fault drill and retries (--local)")
+    drill.add_argument("--inject", action="append", metavar="FAULT",
+                       help="rehearse a failure (repeatable): preempt:node=N,after=S[,grace=S], kill:rank=R,after=S, "
+                       "hang:rank=R,after=S, slow:rank=R,factor=F[,after=S]")
+    drill.add_argument("--retry", type=count_option("retry"), metavar="N",
+                       help="resubmit a run that failed for a cause other than its code (preemption, node fault) "
+                       "up to N times; attempts share AMLDIST_CHECKPOINT_DIR")
+    drill.add_argument("--retry-on", metavar="CAUSES", help="cause classes to retry, each with its own budget of N: "
+                       "preemption,node (default), hang, other; a failure of the code is never retried")
     slurm = parser.add_argument_group("Slurm (--slurm: submit to the cluster sbatch reaches; SLURM_CONF names another)")
     slurm.add_argument("--slurm", action="store_true", help="run the job on a Slurm cluster with sbatch")
     slurm.add_argument("--partition", metavar="NAME", help="Slurm partition (default: the cluster's)")
@@ -78,13 +87,19 @@ def run(args) -> int:
         from amldist.errors import UserError
 
         raise UserError("--local and --slurm are given together", hint="pick one: this machine, or the Slurm cluster")
+    _check_drill_flags(args)
     json_output = args.format == "json" and not args.dry_run
     # --format json: everything the run prints goes to stderr, stdout gets one JSON object
     with contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext():
-        done = submit(args.file, local=args.local, backend="slurm" if args.slurm else None, dry_run=args.dry_run,
-                      sets=args.sets, inputs=args.inputs,
-                      instance_count=args.instance_count,
-                      process_count_per_instance=args.process_count_per_instance, args=args)
+        given = dict(local=args.local, backend="slurm" if args.slurm else None, dry_run=args.dry_run,
+                     sets=args.sets, inputs=args.inputs, instance_count=args.instance_count,
+                     process_count_per_instance=args.process_count_per_instance, args=args)
+        if args.retry is not None and not args.dry_run:
+            from amldist.diagnosis.retry import RetryPolicy, parse_retry_on, submit_with_retries
+
+            done = submit_with_retries(args.file, RetryPolicy(args.retry, parse_retry_on(args.retry_on)), **given)
+        else:
+            done = submit(args.file, **given)
         if done.record is not None:
             after_local_run(done.plan, done.exit_code)
     if done.record is None:  # a dry run: the plan was printed
@@ -94,6 +109,21 @@ def run(args) -> int:
         json.dump({**done.record.to_json(), "exit_code": done.exit_code}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return done.exit_code
+
+
+def _check_drill_flags(args) -> None:
+    """--inject and --retry act on processes amldist starts and watches: local runs (one line otherwise)."""
+    from amldist.errors import UserError
+
+    if args.retry_on and args.retry is None:
+        raise UserError("--retry-on is given without --retry", hint="--retry N --retry-on preemption,node,hang")
+    if args.retry_on:
+        from amldist.diagnosis.retry import parse_retry_on
+
+        parse_retry_on(args.retry_on)
+    if (args.inject or args.retry is not None) and not args.local:
+        raise UserError("--inject and --retry run with --local (this machine)",
+                        hint="Slurm and Azure ML retries are not built yet: add --local, or drop the flags")
 
 
 def _open_studio(record, web: bool) -> None:

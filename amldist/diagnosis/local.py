@@ -15,7 +15,15 @@ import os
 from amldist.backends.local import jobs, records
 from amldist.diagnosis.analysis import Diagnosis, diagnose
 from amldist.diagnosis.logs import job_context, load_job_file, mpi_failure, read_tail
-from amldist.diagnosis.signatures import RankLog
+from amldist.diagnosis.signatures import Finding, RankLog
+
+INJECTED_HINTS = {  # what the drill rehearsed, and what a real run should do about it
+    "preempt": "a drill: the node was preempted (SIGTERM, then SIGKILL after the grace period); save checkpoints "
+               "(amldist.runtime.checkpoint) and resubmit with --retry N to resume",
+    "kill": "a drill: a process was killed from outside (SIGKILL), as a failed node would; --retry N resubmits",
+    "hang": "a drill: a rank was frozen (SIGSTOP); set limits.timeout so a hang ends, and --retry-on hang",
+    "slow": "a drill: a rank was slowed; the others waited for it in every collective",
+}
 
 
 def mtime(path: str | None) -> float | None:
@@ -68,7 +76,23 @@ def diagnose_record(run, *, vm_size: str | None = None) -> Diagnosis:
     logs = rank_logs(run)
     job = load_job_file(os.path.join(run.details.get("run_dir") or "", "job.yml"))
     ctx = job_context(job, len(logs), vm_size)
-    return diagnose(logs, ctx, job=run.name, status=run.status, backend="local")
+    result = diagnose(logs, ctx, job=run.name, status=run.status, backend="local")
+    return injected_cause(run, result)
+
+
+def injected_cause(run, result: Diagnosis) -> Diagnosis:
+    """A run the fault drill struck failed because of the fault (``--inject``), never because of the script:
+    the first fault that fired is the cause, on the first process it struck."""
+    fired = [f for f in run.details.get("faults") or () if f.get("fired_at") is not None and f.get("processes")]
+    if not fired or run.status != "Failed":
+        return result
+    fault = min(fired, key=lambda f: f["fired_at"])
+    struck = [log for log in result.ranks if log.label in fault["processes"]]
+    result.rank = struck[0] if struck else result.rank
+    result.finding = Finding(f"injected-{fault['kind']}", f"--inject {fault['text']} fired at "
+                             f"{fault.get('seconds') or 0:.1f} s on {', '.join(fault['processes'])}",
+                             INJECTED_HINTS.get(fault["kind"], "the fault drill ended the run"))
+    return result
 
 
 def diagnose_pipeline(run, *, vm_size: str | None = None) -> Diagnosis:

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 
+from amldist.backends.local.fault_drill import FaultDrill
 from amldist.backends.local.plan import LocalPlan
 from amldist.backends.local.log_stream import LogFollower
 from amldist.backends.local.process_groups import (RUN_MARKER, Subreaper, Watchdog, die_with_parent, stop_adopted,
@@ -86,6 +87,7 @@ class Supervisor:
         self.watchdog: Watchdog | None = None
         self.state = None  # run_state.RunState: the run's status.json, set by launch()
         self.reaper: Subreaper | None = None
+        self.drill: FaultDrill | None = None  # --inject: the faults acted out on this run's processes
 
     # -- starting -------------------------------------------------------------------------
     def start(self) -> None:
@@ -106,6 +108,9 @@ class Supervisor:
             self.popens.append(popen)
             self.sessions.add(popen.pid)
             self.reaper.own.add(popen.pid)
+        if self.plan.faults and self.stop_signal is None:
+            self.drill = FaultDrill(self.plan.faults, self.plan.processes, self.popens)
+            self.drill.start()
 
     # -- watching -------------------------------------------------------------------------
     def watch(self) -> tuple[str, int | None]:
@@ -149,6 +154,8 @@ class Supervisor:
     def stop(self) -> None:
         """Stop every process of the run (a second Ctrl-C meanwhile cuts the grace short), then the
         orphans amldist adopted, then tell the watchdog all is done."""
+        if self.drill is not None:  # no fault fires during the stop; a stopped (hung) rank can take SIGTERM
+            self.drill.close()
         stop_sessions(self.sessions, self.popens, self.grace, cut_short=lambda: self.grace == 0)
         stop_marked(self.marker, self.grace)  # daemons that left the sessions (setsid), and their children
         if self.reaper is not None:
