@@ -127,3 +127,23 @@ def test_the_drill_and_retries_are_local_only_and_checked_before_anything_runs(c
     code, _out, err = cli("submit", path, "--local", "--retry-on", "hang")
     assert code == 2 and "without --retry" in err
     assert not (here / ".amldist").exists() or runs(here) == []
+
+
+@pytest.mark.long
+def test_a_ddp_run_preempted_half_way_resumes_from_its_checkpoint_and_sees_every_step_once(cli, here):
+    """The issue's drill: 2 x 2 DDP, node 1 preempted about half-way, --retry 1, resumed from the last checkpoint."""
+    from tests.backends.local.helpers import SAMPLES
+
+    steps = 200  # 100 s of steps: a preemption at 60 s lands mid-run whether start-up takes 5 s or 40 s
+    code, _out, err = cli("submit", str(SAMPLES / "drill" / "job.yml"), "--local", "--input", f"steps={steps}",
+                          "--input", "step_seconds=0.5", "--inject", "preempt:node=1,after=60", "--retry", "1")
+    assert code == 0, err
+    first, second = runs(here)
+    assert status(first)["status"] == "Failed" and status(second)["status"] == "Completed"
+    checkpoints = sorted(int(p.name[5:]) for p in (first / "checkpoints").glob("step_*"))
+    result = json.loads((second / "outputs" / "model" / "steps.json").read_text())
+    assert 0 < result["resumed_at"] < steps  # not from step 0, and not after the end
+    assert result["seen"] == list(range(steps))  # every step applied exactly once over both attempts
+    assert result["resumed_at"] - 1 in checkpoints or result["resumed_at"] - 1 < max(checkpoints)
+    _, out, _ = cli("job", "show", first.name)
+    assert "attempts:" in out and "injected-preempt" in out and f"{first.name}-attempt2: Completed" in out
