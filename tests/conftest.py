@@ -14,6 +14,9 @@ CONFORMANCE = Path(os.environ.get("AMLDIST_CONFORMANCE", ROOT.parent / "shared" 
 def pytest_addoption(parser):
     parser.addoption("--attack-long", action="store_true",
                      help="tests/attack: the long fuzz tier (10,000+ cases; also AMLDIST_ATTACK_LONG=1)")
+    parser.addoption("--long", action="store_true",
+                     help="also run the long tier: end-to-end runs that take minutes (tests marked long; also "
+                     "-m long or AMLDIST_LONG=1)")
     parser.addoption("--bench", action="store_true",
                      help="also run the benchmark scripts end to end (tests marked bench; also -m bench or "
                      "AMLDIST_BENCH=1); the default run checks only the benchmarks' own workloads")
@@ -24,15 +27,22 @@ def pytest_configure(config):
                             "unless --bench, -m bench or AMLDIST_BENCH=1")
 
 
+    config.addinivalue_line("markers", "long: an end-to-end run of minutes; skipped unless --long, -m long or "
+                            "AMLDIST_LONG=1")
+
+
 def pytest_collection_modifyitems(config, items):
-    """The default run skips the benchmarks: they time things, and their own correctness checks
-    (the workload each one measures is valid and the same on both sides) run unmarked."""
-    if config.getoption("--bench") or os.environ.get("AMLDIST_BENCH") or "bench" in (config.option.markexpr or ""):
-        return
-    skip = pytest.mark.skip(reason="a benchmark: run with --bench (or -m bench)")
-    for item in items:
-        if item.get_closest_marker("bench") is not None:
-            item.add_marker(skip)
+    """The default run skips the benchmarks (they time things, and their own correctness checks, the workload
+    each one measures, run unmarked) and the long tier (minutes-long end-to-end runs)."""
+    tiers = (("bench", "--bench", "AMLDIST_BENCH", "a benchmark: run with --bench (or -m bench)"),
+             ("long", "--long", "AMLDIST_LONG", "the long tier: run with --long (or -m long)"))
+    for marker, option, variable, reason in tiers:
+        if config.getoption(option) or os.environ.get(variable) or marker in (config.option.markexpr or ""):
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)
 
 
 def conformance_files(group: str) -> list[Path]:

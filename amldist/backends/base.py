@@ -236,6 +236,7 @@ class RunLogs:
     them (``distribution``, ``resources``, ``environment_variables``), or ``spec_file`` a YAML file holding
     them. ``log_times``: whether a log's modification time is when its process last wrote it (logs read
     where they were written), not when they were downloaded. ``step``: a pipeline's step these logs are of.
+    ``faults``: what ``--inject`` did to the run (:mod:`amldist.rules.faults`), which is then the cause.
     """
 
     name: str
@@ -248,6 +249,7 @@ class RunLogs:
     spec_file: str | None = None
     log_times: bool = True
     step: str | None = None
+    faults: tuple = ()  # the fault drill's faults as recorded ({"text", "kind", "fired_at", "processes", ...})
 
 
 def first_failed_step(record: JobRecord) -> StepRecord | None:

@@ -171,7 +171,12 @@ def _show(backend, args, name) -> int:
     else:
         from amldist.diagnostics import escape_text
 
-        print("\n".join(escape_text(line) for line in backend.show_text(record).splitlines()))
+        text = backend.show_text(record).splitlines()
+        if backend.name == "local":  # a retried run: every attempt, linked, with its diagnosis
+            from amldist.diagnosis.retry import attempts_lines
+
+            text += attempts_lines(backend, record)
+        print("\n".join(escape_text(line) for line in text))
     return 0
 
 

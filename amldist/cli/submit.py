@@ -71,10 +71,17 @@ def run(args) -> int:
     json_output = args.format == "json" and not args.dry_run
     # --format json: everything the run prints goes to stderr, stdout gets one JSON object
     with contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext():
-        done = submit(args.file, backend=chosen, dry_run=args.dry_run, sets=args.sets, inputs=args.inputs,
-                      instance_count=args.instance_count,
-                      process_count_per_instance=args.process_count_per_instance, args=args,
-                      before_plan=lambda name, why: backend_flags.refuse_others(args, args.declared, name, said or why))
+        given = dict(backend=chosen, dry_run=args.dry_run, sets=args.sets, inputs=args.inputs,
+                     instance_count=args.instance_count,
+                     process_count_per_instance=args.process_count_per_instance, args=args,
+                     before_plan=lambda name, why: backend_flags.refuse_others(args, args.declared, name, said or why))
+        policy = _retry_policy(args)
+        if policy is not None and not args.dry_run:  # --retry: a local flag (the contract refuses it elsewhere)
+            from amldist.diagnosis.retry import submit_with_retries
+
+            done = submit_with_retries(args.file, policy, **given)
+        else:
+            done = submit(args.file, **given)
         if done.record is not None:
             after_run(done.backend, done.record)
     if done.record is None:  # a dry run: the plan was printed
@@ -84,6 +91,19 @@ def run(args) -> int:
         json.dump({**done.record.to_json(), "exit_code": done.exit_code}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return done.exit_code
+
+
+def _retry_policy(args):
+    """--retry N [--retry-on CAUSES] as a RetryPolicy; None without --retry (one line for --retry-on alone)."""
+    retry, retry_on = getattr(args, "retry", None), getattr(args, "retry_on", None)
+    if retry is None and retry_on is None:
+        return None
+    from amldist.diagnosis.retry import RetryPolicy, parse_retry_on
+    from amldist.errors import UserError
+
+    if retry is None:
+        raise UserError("--retry-on is given without --retry", hint="--retry N --retry-on preemption,node,hang")
+    return RetryPolicy(retry, parse_retry_on(retry_on))
 
 
 def _open_studio(record, web: bool) -> None:

@@ -11,6 +11,7 @@ import tempfile
 
 from amldist.diagnosis import azure, local
 from amldist.diagnosis.analysis import Diagnosis, diagnose
+from amldist.diagnosis.drill import injected_cause
 from amldist.diagnosis.logs import job_context, load_job_file
 
 
@@ -42,4 +43,4 @@ def diagnose_logs(found, *, vm_size: str | None = None) -> Diagnosis:
     result = diagnose(logs, job_context(job, len(logs), vm_size), job=found.name, status=found.status,
                       backend=found.backend)
     result.step = found.step
-    return result
+    return injected_cause(found, result)

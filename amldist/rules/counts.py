@@ -20,7 +20,7 @@ MAX_LOCAL_PROCESSES = 256
 
 
 # field name (the last part of its path) -> its minimum; every other count starts at 1.
-MINIMUMS = {"parameter_server_count": 0}
+MINIMUMS = {"parameter_server_count": 0, "retry": 0}  # --retry 0: diagnose, never resubmit
 
 
 def limits(field: str) -> tuple[int, int | None]:

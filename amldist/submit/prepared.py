@@ -41,6 +41,11 @@ class SubmitOptions:
     status_line: bool | None = None  # None: a live status line only when stdout is a terminal
     python: str | None = None  # --python: the ranks' python; None: the interpreter amldist runs in
     max_parallel: int | None = None  # --max-parallel: processes a pipeline's steps may run at once; None: CPUs
+    inject: tuple = ()  # --inject FAULT...: the fault drill (amldist.rules.faults)
+    checkpoint_dir: str | None = None  # AMLDIST_CHECKPOINT_DIR (--retry: the attempts share it)
+    checkpoints: bool = False  # --retry: AMLDIST_CHECKPOINT_DIR = <run folder>/checkpoints unless given
+    attempt_of: str | None = None  # a retry: the first attempt's job name
+    attempt: int = 1
 
 
 class PreparedWork:

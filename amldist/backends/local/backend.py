@@ -36,6 +36,13 @@ class LocalOptions(Options):
     status_line: bool | None = None  # None: a live status line only when stdout is a terminal
     python: str | None = None  # --python: the ranks' python; None: the interpreter amldist runs in
     max_parallel: int | None = None  # --max-parallel: processes a pipeline's steps may run at once
+    inject: tuple = ()  # --inject FAULT...: the fault drill (amldist.rules.faults), texts as given
+    checkpoint_dir: str | None = None  # AMLDIST_CHECKPOINT_DIR for every process (--retry: the attempts share it)
+    checkpoints: bool = False  # --retry: AMLDIST_CHECKPOINT_DIR = <run folder>/checkpoints unless given
+    retry: int | None = None  # --retry N: read by the retry loop (amldist.diagnosis.retry), not by plan()
+    retry_on: str | None = None  # --retry-on CAUSES: the same
+    attempt_of: str | None = None  # a retry: the first attempt's job name (amldist.diagnosis.retry)
+    attempt: int = 1  # which attempt this run is
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,14 @@ class LocalBackend(Backend):
              "whatever PATH says)", {"metavar": "PATH"}),
         Flag(("--max-parallel",), "max_parallel", "pipelines: processes that independent steps may run at once "
              "(default: CPUs)", {"metavar": "N", "type": count_option("max_parallel")}),
+        Flag(("--inject",), "inject", "rehearse a failure (repeatable): preempt:node=N,after=S[,grace=S], "
+             "kill:rank=R,after=S, hang:rank=R,after=S, slow:rank=R,factor=F[,after=S]",
+             {"metavar": "FAULT", "action": "append"}),
+        Flag(("--retry",), "retry", "resubmit a run that failed for a cause other than its code (preemption, node "
+             "fault) up to N times; the attempts share AMLDIST_CHECKPOINT_DIR", {"metavar": "N",
+                                                                                "type": count_option("retry")}),
+        Flag(("--retry-on",), "retry_on", "cause classes to retry, each with its own budget of N: preemption,node "
+             "(default), hang, other; a failure of the code is never retried", {"metavar": "CAUSES"}),
     )
     job_flags = (Flag(("--run-root",), "run_root", "folder of the local runs (default: .amldist/runs)",
                       {"metavar": "DIR"}),)
@@ -173,7 +188,8 @@ class LocalBackend(Backend):
             launcher = ProcessLog(launcher.label, None, None, launcher.log, launcher.exit_code,
                                   times.get(launcher.label))
         return RunLogs(name, run.status, self.name, ranks=ranks, launcher=launcher,
-                       spec_file=os.path.join(run_dir, "job.yml"), step=step.name if step else None)
+                       spec_file=os.path.join(run_dir, "job.yml"), step=step.name if step else None,
+                       faults=tuple(job.details.get("faults") or ()))
 
 
 def exit_times(run_dir: str) -> dict:

@@ -39,10 +39,11 @@ from amldist.engine.job_values import job_command
 from amldist.rules.fabric import size_variables
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
-from amldist.rules import counts, process_counts, snapshot_preview
+from amldist.rules import counts, faults, process_counts, snapshot_preview
 from amldist.rules.secrets import mask_env, mask_text
 from amldist.submit.prepared import Prepared, SubmitOptions
 
+CHECKPOINT_VARIABLE = "AMLDIST_CHECKPOINT_DIR"  # amldist.runtime.checkpoint.ENV_DIR
 __all__ = ["MASKED_HEADER", "LocalPlan", "RankSpec", "code_folder", "describe", "find_mpirun", "job_name", "plan",
            "rerunnable_yaml", "resolve_inputs"]
 
@@ -83,6 +84,8 @@ class LocalPlan:
     stream: bool = False
     status_line: bool | None = None
     python: str = ""  # the interpreter `python` runs in every process (launchers.python_path)
+    faults: tuple = ()  # --inject: amldist.rules.faults.Fault, acted out by fault_drill during the run
+    attempt: dict | None = None  # a retry's place: {"number": k, "of": first job name}
 
     @property
     def code_dir(self) -> str:
@@ -121,6 +124,10 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     base = envs.clean_environ(environ)
     # the size's facts for the runtime's fabric check (amldist.rules.fabric); the job's own values win
     job_vars = {**size_variables(getattr(job.resources, "instance_type", None)), **filled.variables}
+    shared = getattr(options, "checkpoint_dir", None) or (os.path.join(run_dir, "checkpoints")
+                                                          if getattr(options, "checkpoints", False) else None)
+    if shared:  # --retry: the attempts share one folder (amldist.runtime.checkpoint); the job's own value wins
+        job_vars = {CHECKPOINT_VARIABLE: os.path.abspath(shared), **job_vars}
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     info = envs.run_info(name, layout.nodes)
@@ -142,13 +149,30 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     add_runtime = not (code_source and has_own_amldist(code_source))
     if not add_runtime:
         notes.append("the code folder has its own 'amldist': the runtime shim is not added (as on Azure)")
+    injected = drill_faults(getattr(options, "inject", ()), layout, processes, ranks, file)
     timeout = getattr(job.limits, "timeout", None) if job.limits is not None else None
     return LocalPlan(name, run_dir, code_source, command, layout.kind, ranks, processes, outputs,
                      timeout=int(timeout) if timeout else None, removed=removed, busy_port=layout.busy_port,
                      notes=notes, warnings=warnings, includes=tuple(getattr(prepared, "code_includes", ())),
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
-                     python=python)
+                     python=python, faults=injected, attempt=attempt_of(options))
+
+
+def drill_faults(texts, layout: envs.Layout, processes, ranks, file: str) -> tuple:
+    """The ``--inject`` faults, checked against the job's nodes and ranks (one line when one is not there).
+    The drill acts on the processes amldist starts: an MPI job's ranks under one ``mpirun`` are not."""
+    found = faults.parse_faults(texts)
+    if found and processes is not ranks:
+        raise UserError(f"{file}: --inject acts on the processes amldist starts, and this MPI job's ranks are "
+                        "started by mpirun", hint="rehearse the fault with distribution type pytorch, or on Slurm")
+    faults.check_targets(found, nodes=layout.nodes, ranks=[r.rank for r in ranks], where=file)
+    return found
+
+
+def attempt_of(options) -> dict | None:
+    first = getattr(options, "attempt_of", None)
+    return {"number": getattr(options, "attempt", 1), "of": first} if first else None
 
 
 def ray_argv(python: str, slot: envs.Slot, command: list[str]) -> list[str]:

@@ -24,6 +24,7 @@ from amldist.backends.local import proc
 from amldist.backends.local.run_state import STATUS_FILE
 from amldist.engine.state_files import MAX_STATE_BYTES, TypedFields, read_bounded, read_json_object
 from amldist.errors import UserError
+from amldist.rules.faults import parse_fault
 
 _TEXT, _INT, _NUM = (str,), (int,), (int, float)
 
@@ -159,6 +160,28 @@ class _Reader(TypedFields):
             raise StateError(self.run_dir, f"has {where}status {value[:40]!r}, not one of Azure ML's statuses")
         return value
 
+    def fault(self, entry: dict, where: str) -> dict:
+        """A fault of the drill as recorded: its text (re-parsed, so only a fault amldist could have injected
+        is believed), when it fired and on which processes."""
+        text = self.get(entry, "text", _TEXT, where, required=True)
+        try:
+            parse_fault(text)
+        except UserError:
+            raise StateError(self.run_dir, f"has {where}text that is not a fault amldist injects") from None
+        labels = self.get(entry, "processes", (list,), where) or []
+        if not all(isinstance(label, str) for label in labels):
+            raise StateError(self.run_dir, f"has {where}processes that are not all labels")
+        return {"text": text, "kind": text.partition(":")[0], "fired_at": self.get(entry, "fired_at", _NUM, where),
+                "seconds": self.get(entry, "seconds", _NUM, where), "processes": tuple(labels[:100_000])}
+
+    def attempt(self) -> dict | None:
+        entry = self.get(self.state, "attempt", (dict,), "")
+        if entry is None:
+            return None
+        number = self.get(entry, "number", _INT, "attempt.", required=True)
+        first = self.get(entry, "of", _TEXT, "attempt.", required=True)
+        return {"number": number, "of": self.name(first, "attempt.of")}
+
     def outputs(self) -> tuple[OutputRecord, ...]:
         entries = self.items(self.state, "outputs", dict)
         for name, _ in entries:
@@ -178,6 +201,8 @@ class _Reader(TypedFields):
                    "launcher": None if launcher is None else self.rank(launcher, "launcher.")}
         if kind == "job":
             details["nodes"] = nodes_of(ranks)
+            details["faults"] = tuple(self.fault(e, f"faults[{i}].") for i, e in enumerate(self.items(s, "faults", list)))
+            details["attempt"] = self.attempt()
         record = JobRecord(
             name=self.get(s, "name", _TEXT, "", required=True), backend="local", kind=kind,
             status=self.status(s, ""), start_time=self.get(s, "start_time", _TEXT, ""),

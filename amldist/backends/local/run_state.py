@@ -122,6 +122,8 @@ class RunState(_StateFile):
                           "exit_code": None} if launcher else None),
             "outputs": {name: {"path": path, "type": kind} for name, (path, kind) in plan.outputs.items()},
             "logs": plan.log_dir,
+            "faults": [{**f.to_json(), "fired_at": None} for f in getattr(plan, "faults", ())],
+            "attempt": getattr(plan, "attempt", None),
         }
         self._codes: list = []
         self._write()
@@ -235,6 +237,9 @@ def record_end(sup, outcome: str, failed: int | None) -> dict | None:
     if state is None:
         return None
     plan = sup.plan
+    if sup.drill is not None:  # what the drill did, in place of what it planned
+        fired = {f["text"]: f for f in sup.drill.fired}
+        state.data["faults"] = [fired.get(f["text"], f) for f in state.data["faults"]]
     data = state.finished(outcome, [p.returncode for p in sup.popens], stop_signal=sup.stop_signal,
                           failed_label=plan.processes[failed].label if failed is not None else None,
                           timeout=plan.timeout)

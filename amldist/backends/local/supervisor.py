@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 
+from amldist.backends.local.fault_drill import FaultDrill
 from amldist.backends.local.plan import LocalPlan
 from amldist.engine.log_stream import LogFollower
 from amldist.backends.local.process_groups import (RUN_MARKER, TRACK_SECONDS, Subreaper, Watchdog, descendants,
@@ -88,6 +89,7 @@ class Supervisor:
         self.reaper: Subreaper | None = None
         self.tracked: dict[int, int] = {}  # descendants the watchdog knows of -> their start times
         self._tracked_at = 0.0
+        self.drill: FaultDrill | None = None  # --inject: the faults acted out on this run's processes
 
     # -- starting -------------------------------------------------------------------------
     def start(self) -> None:
@@ -108,6 +110,9 @@ class Supervisor:
             self.popens.append(popen)
             self.sessions.add(popen.pid)
             self.reaper.own.add(popen.pid)
+        if self.plan.faults and self.stop_signal is None:
+            self.drill = FaultDrill(self.plan.faults, self.plan.processes, self.popens)
+            self.drill.start()
 
     # -- watching -------------------------------------------------------------------------
     def track(self) -> None:
@@ -166,6 +171,8 @@ class Supervisor:
     def stop(self) -> None:
         """Stop every process of the run (a second Ctrl-C meanwhile cuts the grace short), then the
         orphans amldist adopted, then tell the watchdog all is done."""
+        if self.drill is not None:  # no fault fires during the stop; a stopped (hung) rank can take SIGTERM
+            self.drill.close()
         stop_sessions(self.sessions, self.popens, self.grace, cut_short=lambda: self.grace == 0)
         stop_marked(self.marker, self.grace)  # daemons that left the sessions (setsid), and their children
         if self.reaper is not None:

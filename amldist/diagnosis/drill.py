@@ -1,0 +1,29 @@
+"""A run the fault drill struck (``amldist submit --inject``, :mod:`amldist.rules.faults`) failed because of the
+fault, never because of the script: the first fault that fired is the cause, on the first process it struck."""
+
+from __future__ import annotations
+
+from amldist.diagnosis.analysis import Diagnosis
+from amldist.diagnosis.signatures import Finding
+
+INJECTED_HINTS = {  # what the drill rehearsed, and what a real run should do about it
+    "preempt": "a drill: the node was preempted (SIGTERM, then SIGKILL after the grace period); save checkpoints "
+               "(amldist.runtime.checkpoint) and resubmit with --retry N to resume",
+    "kill": "a drill: a process was killed from outside (SIGKILL), as a failed node would; --retry N resubmits",
+    "hang": "a drill: a rank was frozen (SIGSTOP); set limits.timeout so a hang ends, and --retry-on hang",
+    "slow": "a drill: a rank was slowed; the others waited for it in every collective",
+}
+
+
+def injected_cause(found, result: Diagnosis) -> Diagnosis:
+    """``result`` with the drill's first fired fault as its cause when ``found`` (a RunLogs) recorded one."""
+    fired = [f for f in getattr(found, "faults", ()) or () if f.get("fired_at") is not None and f.get("processes")]
+    if not fired or found.status != "Failed":
+        return result
+    fault = min(fired, key=lambda f: f["fired_at"])
+    struck = [log for log in result.ranks if log.label in fault["processes"]]
+    result.rank = struck[0] if struck else result.rank
+    result.finding = Finding(f"injected-{fault['kind']}", f"--inject {fault['text']} fired at "
+                             f"{fault.get('seconds') or 0:.1f} s on {', '.join(fault['processes'])}",
+                             INJECTED_HINTS.get(fault["kind"], "the fault drill ended the run"))
+    return result

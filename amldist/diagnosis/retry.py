@@ -1,0 +1,145 @@
+"""Retries that know why a run failed: ``amldist submit FILE --local --retry N [--retry-on CAUSES]``.
+
+A failed attempt is diagnosed (:mod:`amldist.diagnosis`), and its cause falls in one class:
+
+- ``preemption``: the node was taken away (a ``preempt`` fault of the drill; on Slurm, ``PREEMPTED``);
+- ``node``: the machine, not the code (a process killed from outside, InfiniBand, ECC/Xid, host OOM);
+- ``hang``: a stall or a collective that timed out, or the job's ``limits.timeout``;
+- ``user``: the code or its arguments (a Python exception, CUDA out of memory, a wrong setting the
+  diagnosis names a spec field for): never retried, whatever ``--retry`` says;
+- ``other``: a failure the diagnosis cannot attribute.
+
+``--retry N`` gives ``preemption`` and ``node`` together a budget of N more attempts. ``--retry-on``
+names the classes that may be retried (default ``preemption,node``; ``hang`` and ``other`` may be
+added, ``user`` may not); each class beyond the first two has its own budget of N, so a hang that
+recurs cannot spend the preemption budget, nor the reverse. Every attempt is a job of its own,
+named ``<first>-attempt<k>``, whose record says which run it retries (``attempt``); all attempts
+share one checkpoint folder (``AMLDIST_CHECKPOINT_DIR``, under the first attempt's run folder), so a
+script using :mod:`amldist.runtime.checkpoint` resumes. The drill's faults apply to the first attempt
+only: a drill rehearses one failure and the recovery from it. The final status is the last attempt's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from amldist.errors import UserError
+
+CLASSES = ("preemption", "node", "hang", "user", "other")
+DEFAULT_ON = ("preemption", "node")
+SHARED = {"preemption": "preemption/node", "node": "preemption/node"}  # one budget for these two
+# What each diagnosis signature says about the cause (signatures not listed: "other").
+SIGNATURE_CLASS = {
+    "injected-preempt": "preemption", "preempted": "preemption",
+    "injected-kill": "node", "oom-killed": "node", "bus-error": "node", "infiniband": "node", "ib-completion": "node",
+    "ib-port": "node", "gpu-ecc": "node", "gpu-xid": "node", "gpu-fallen-off": "node", "host-oom": "node",
+    "injected-hang": "hang", "stall": "hang", "collective-timeout": "hang", "never-joined": "hang", "hung": "hang",
+    "nccl-watchdog-timeout": "hang", "timeout": "hang",
+    "python-exception": "user", "cuda-oom": "user", "duplicate-gpu": "user", "address-in-use": "user",
+    "fabric-check": "user", "nccl-ib-disabled": "user", "collective-mismatch": "user", "left-early": "user",
+    "rank-not-set": "user", "bad-argument": "user",
+}
+
+
+def cause_class(signature: str | None) -> str:
+    return SIGNATURE_CLASS.get(signature or "", "other")
+
+
+def parse_retry_on(text: str | None) -> tuple[str, ...]:
+    """``--retry-on`` as classes; ``user`` and unknown names are one line."""
+    if not text:
+        return DEFAULT_ON
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if "user" in names:
+        raise UserError("--retry-on user: a failure in the training code is never retried (it would fail again)",
+                        hint="fix the code; --retry-on takes preemption, node, hang, other")
+    unknown = [n for n in names if n not in CLASSES]
+    if unknown or not names:
+        raise UserError(f"--retry-on {text!r}: {', '.join(unknown) or 'no class'} is not a cause class",
+                        hint="--retry-on takes a comma list of preemption, node, hang, other")
+    return names
+
+
+@dataclass
+class RetryPolicy:
+    """What ``--retry``/``--retry-on`` allow, and what has been spent (see the module docstring)."""
+
+    budget: int
+    on: tuple[str, ...] = DEFAULT_ON
+    spent: dict = field(default_factory=dict)
+
+    def decide(self, signature: str | None) -> tuple[bool, str]:
+        """(retry?, the one line that says why) for a failed attempt whose diagnosis is ``signature``."""
+        cls = cause_class(signature)
+        what = f"the failure was diagnosed as {signature or 'an unknown cause'} ({cls})"
+        if cls == "user":
+            return False, f"not retried: {what}, a failure of the training code; a retry would fail again"
+        if cls not in self.on:
+            return False, f"not retried: {what}; --retry-on {','.join(self.on)} does not include {cls}"
+        pool = SHARED.get(cls, cls)
+        if self.spent.get(pool, 0) >= self.budget:
+            return False, f"not retried: {what}, and the {pool} budget of --retry {self.budget} is spent"
+        self.spent[pool] = self.spent.get(pool, 0) + 1
+        return True, f"retrying: {what} (attempt {sum(self.spent.values()) + 1}, {pool} retry " \
+                     f"{self.spent[pool]} of {self.budget})"
+
+
+def attempt_name(first: str, number: int) -> str:
+    return first if number == 1 else f"{first}-attempt{number}"
+
+
+def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
+    """:func:`amldist.backends.submit.submit` again while the policy allows (see the module docstring);
+    returns the last attempt's Submission. A dry run, a success, a cancellation or a refusal ends it."""
+    import os
+    import sys
+
+    from amldist.backends.base import FAILED
+    from amldist.backends.submit import submit
+
+    err = err or sys.stderr
+    done = submit(source, checkpoints=True, err=err, **kwargs)
+    if done.record is None or done.record.backend != "local":
+        return done
+    first, number = done.record.name, 1
+    shared = os.path.join(done.record.details.get("run_dir") or "", "checkpoints")
+    while done.record.status == FAILED:
+        signature, line = failure_of(done.backend, done.record)
+        retry, why = policy.decide(signature)
+        print(f"attempt {number} ({done.record.name}) failed: {line}", file=err)
+        print(why, file=err)
+        if not retry:
+            break
+        number += 1
+        done = submit(source, err=err, **{**kwargs, "name": attempt_name(first, number), "inject": (),
+                                          "attempt_of": first, "attempt": number, "checkpoint_dir": shared})
+    return done
+
+
+def failure_of(backend, record) -> tuple[str | None, str]:
+    """The diagnosed signature of a failed run and one line for it."""
+    from amldist.diagnosis.backend import diagnose_job
+
+    d = diagnose_job(backend, record.name)
+    if d.finding is None:
+        return None, d.rank.label + " failed for a reason not named" if d.rank is not None else "no cause found"
+    where = f"{d.rank.label}: " if d.rank is not None else ""
+    return d.finding.signature, f"{where}{d.finding.signature}: {d.finding.line}"[:300]
+
+
+def attempts_of(backend, record) -> list:
+    """Every attempt of the run ``record`` belongs to (first to last), or [] when it was never retried."""
+    first = (record.details.get("attempt") or {}).get("of") or record.name
+    found = [r for r in backend.list() if r.name == first or (r.details.get("attempt") or {}).get("of") == first]
+    found.sort(key=lambda r: (r.details.get("attempt") or {}).get("number", 1))
+    return found if len(found) > 1 else []
+
+
+def attempts_lines(backend, record) -> list[str]:
+    """``job show``'s block for a retried run: each attempt, its status and, when it failed, its diagnosis."""
+    attempts = attempts_of(backend, record)
+    lines = ["attempts:"] if attempts else []
+    for number, attempt in enumerate(attempts, start=1):
+        cause = f": {failure_of(backend, attempt)[1]}" if attempt.status == "Failed" else ""
+        lines.append(f"  {number}. {attempt.name}: {attempt.status}{cause}")
+    return lines
