@@ -20,6 +20,7 @@ import re2
 # torch prefixes error lines with "[rankN]: " (and "[default0]:" under torchrun's --tee)
 RANK_PREFIX = re.compile(r"^\[(?:default|rank)\d+\]: ?")
 _LINE_START = r"(?m)^(?:\[(?:default|rank)\d+\]: ?)?"
+MAX_LINE_CHARS = 1000  # a line longer than this is shown around its match (a finding holds at most this much)
 SET_MEMORY = 256 << 20  # RE2's DFA budget for the set: 60 patterns need a few MB; out of budget a set matches nothing
 
 
@@ -76,4 +77,10 @@ def last_line(text: str, pattern: str, flags: int = re.IGNORECASE) -> str | None
         return None
     start = text.rfind("\n", 0, last.start()) + 1
     end = text.find("\n", last.end())
-    return RANK_PREFIX.sub("", text[start:end if end >= 0 else len(text)]).strip()
+    end = len(text) if end < 0 else end
+    if end - start > MAX_LINE_CHARS:  # a megabyte line: the part around the match, said to be cut
+        cut_start = max(start, last.start() - MAX_LINE_CHARS // 4)
+        cut_end = min(end, cut_start + MAX_LINE_CHARS)
+        return (f"[{cut_start - start:,} characters cut] " if cut_start > start else "") + \
+            text[cut_start:cut_end].strip() + (f" [{end - cut_end:,} characters cut]" if cut_end < end else "")
+    return RANK_PREFIX.sub("", text[start:end]).strip()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from amldist.backends.local.run_state import signal_name
 from amldist.diagnosis import known_lines
 from amldist.diagnosis.known_lines import KnownLine
-from amldist.diagnosis.scan import RANK_PREFIX, last_line
+from amldist.diagnosis.scan import MAX_LINE_CHARS, RANK_PREFIX, last_line
 from amldist.rules.vm_sizes import VmSize
 
 STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) (made no progress for [\d.]+ s|never reached the "
@@ -41,6 +41,7 @@ class RankLog:
     exit_code: int | None = None  # negative: killed by that signal; None: unknown or still running
     ended: float | None = None  # seconds since the epoch; None when unknown
     signature: str | None = None  # what classify() found in it (set by the analysis)
+    host: str | None = None  # the machine it ran on, when its log says (NCCL's "host:pid:tid [dev]" prefix)
 
 
 @dataclass
@@ -204,7 +205,7 @@ def python_exception(log: RankLog, ctx: Context) -> Finding | None:
         if line.lstrip().startswith('File "'):
             frames.append(line.strip())
         elif frames and line and not line[0].isspace():
-            message = line.strip()
+            message = line.strip()[:MAX_LINE_CHARS]  # a megabyte message is not kept whole, rank after rank
             break
     if message is None:
         return None
