@@ -104,7 +104,8 @@ def rank_files(user_logs: str, skipped: list) -> list[tuple[int, str, str]]:
         mode = entry.stat(follow_symlinks=False).st_mode
         if not stat.S_ISREG(mode):
             why = "a link (links are not followed)" if stat.S_ISLNK(mode) else "not a regular file (a FIFO, a device)"
-            skipped.append((entry.path, why))
+            if all(path != entry.path for path, _why in skipped):  # the walk saw the links already
+                skipped.append((entry.path, why))
         elif match:
             process.append((int(match.group(1)), f"rank {int(match.group(1))}", entry.path))
         elif node:

@@ -23,9 +23,10 @@ MPI_EXIT = re.compile(r"Process name:\s*\[(?:\[[^\]]*\]|[^\],]*),\s*(\d+)\]\s*Ex
 MPI_ABORT = re.compile(r"MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with errorcode (-?\d+)")
 HYDRA = re.compile(r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\s+=\s+RANK (\d+) PID \d+ RUNNING AT \S+"
                    r"\s+=\s+(KILLED BY SIGNAL|EXIT CODE): (\d+)")
-# 2024-01-01 12:00:00,123 (logging) / 2024-01-01T12:00:00.123Z / glog's [W1126 11:31:16.123456 ...]
+# 2024-01-01 12:00:00,123 (logging) / 2024-01-01T12:00:00.123Z / glog's [W1126 11:31:16.123456 ...] (torch's c10
+# logging writes the month unpadded: [E502 10:22:41.160918398 ...])
 ISO_TIME = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?")
-GLOG_TIME = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?")
+GLOG_TIME = re.compile(r"^\[?[IWEF](\d{1,2})(\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?")  # torch: [E502 ...] for May 2
 
 
 def read_tail(path: str, size: int = TAIL_BYTES) -> str:
@@ -76,8 +77,11 @@ def mpi_failure(text: str) -> tuple[int, int] | None:
 
 def last_timestamp(text: str, year: int | None = None) -> float | None:
     """The latest time written in the log's lines (UTC assumed), or None when they carry none."""
-    latest = None
-    for line in text.splitlines()[-400:]:
+    latest, lines = None, text.splitlines()[-400:]
+    if year is None:  # glog's lines carry no year: the log's own dated lines give it (else this year)
+        dated = next((m for m in map(ISO_TIME.search, reversed(lines)) if m), None)
+        year = int(dated.group(1)[:4]) if dated else None
+    for line in lines:
         stamp = line_time(line, year)
         if stamp is not None and (latest is None or stamp > latest):
             latest = stamp
@@ -96,7 +100,7 @@ def line_time(line: str, year: int | None) -> float | None:
             if not match:
                 return None
             fraction = (match.group(4) or "0")[:6].ljust(6, "0")
-            stamp = datetime.fromisoformat(f"{year or datetime.now(timezone.utc).year}-{match.group(1)}-"
+            stamp = datetime.fromisoformat(f"{year or datetime.now(timezone.utc).year}-{int(match.group(1)):02d}-"
                                            f"{match.group(2)}T{match.group(3)}.{fraction}")
     except ValueError:
         return None
