@@ -163,6 +163,8 @@ def never_joined(found: list, waiting: list) -> tuple[RankLog, Finding] | None:
 
 def sockets_notes(logs: list[RankLog], ctx: Context) -> list[Finding]:
     """NCCL on sockets where InfiniBand is expected: said once for the job, whatever the cause."""
+    if not (ctx.vm_size is not None and ctx.vm_size.infiniband) and not ctx.environment.get("NCCL_IB_DISABLE"):
+        return []  # nccl_sockets() says nothing then: no need to read every log again
     for log in logs:
         finding = nccl_sockets(log, ctx)
         if finding is not None:

@@ -34,6 +34,7 @@ MAX_ENTRIES = 200_000  # entries looked at (1,024 ranks leave about 1,100 files)
 MPI_LOG = re.compile(r"^(\d+_)?mpi_log\.txt$")
 NODE_LOG = re.compile(r"^std_log_node_(\d+)_(worker|ps|chief|evaluator)\.txt$")
 NOT_LOGS = {"outputs", "named-outputs"}  # what the job wrote: never read
+PEEK = 64 * 1024  # the part of a log (its start, its end) the end time and host are read from
 
 
 @dataclass
@@ -127,9 +128,9 @@ def rank_logs(files: list[tuple[int, str, str]], per_node: int | None, *, lazy: 
     for rank, label, path in files:
         node = rank // per_node if per_node else None
         log = TailLog(rank, label, node, path, "") if lazy else RankLog(rank, label, node, path, read_tail(path))
-        text = log.text
-        log.ended = last_timestamp(text[-65536:])
-        log.host = host_of(text)
+        end = log.text[-PEEK:] if not lazy else read_tail(path, PEEK)  # what the end time and host need
+        log.ended = last_timestamp(end)
+        log.host = host_of(read_tail(path, PEEK, head=True)) or host_of(end)  # NCCL's start-up lines, else its last
         logs.append(log)
     if not per_node:
         number_nodes_by_host(logs)
@@ -141,7 +142,7 @@ NCCL_PREFIX = re.compile(r"^(?:\[[^\]]*\] )?([A-Za-z0-9][A-Za-z0-9._-]{0,252}):\
 
 def host_of(text: str) -> str | None:
     """The host a rank ran on, from NCCL's line prefix ``host:pid:tid [device]`` (NCCL_DEBUG=INFO or WARN)."""
-    match = NCCL_PREFIX.search(text[:65536]) or NCCL_PREFIX.search(text[-65536:])
+    match = NCCL_PREFIX.search(text)
     return match.group(1) if match else None
 
 

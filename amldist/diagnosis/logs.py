@@ -12,6 +12,7 @@ from amldist.diagnosis.signatures import Context
 from amldist.rules import vm_sizes
 
 TAIL_BYTES = 256 * 1024
+STAMPED = 20  # a rank's end time: the latest of its last 20 dated lines (lines can come out of order)
 PROCESS_LOG = re.compile(r"std_log_process_(\d+)\.txt$")
 # Open MPI 4/5: "process rank 1 with PID 0 on node n exited on signal 9 (Killed)", and for an exit code
 # "The first process to do so was: Process name: [[43155,1],2] Exit code: 3".
@@ -29,14 +30,14 @@ ISO_TIME = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?")
 GLOG_TIME = re.compile(r"^\[?[IWEF](\d{1,2})(\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?")  # torch: [E502 ...] for May 2
 
 
-def read_tail(path: str, size: int = TAIL_BYTES) -> str:
+def read_tail(path: str, size: int = TAIL_BYTES, *, head: bool = False) -> str:
     """The last ``size`` bytes of the regular file ``path`` as text; '' for anything else.
 
     A log folder is the job's to fill: a FIFO would block the read forever, ``/dev/zero`` (or a link to it)
     never ends, a link may point anywhere on this machine. So the path itself must be a regular file (a link
     is not followed, ``O_NOFOLLOW``), it is opened without blocking, and checked again once open (``fstat``),
     so a file swapped for a FIFO in between is refused too; at most ``size`` bytes are read, whatever the
-    size says."""
+    size says. ``head``: the first ``size`` bytes instead (where NCCL's start-up lines are)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -46,7 +47,8 @@ def read_tail(path: str, size: int = TAIL_BYTES) -> str:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return ""
-        os.lseek(fd, max(0, info.st_size - size), os.SEEK_SET)
+        if not head:
+            os.lseek(fd, max(0, info.st_size - size), os.SEEK_SET)
         chunks, left = [], size
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -54,7 +56,11 @@ def read_tail(path: str, size: int = TAIL_BYTES) -> str:
                 break
             chunks.append(chunk)
             left -= len(chunk)
-        return b"".join(chunks).decode("utf-8", "replace")
+        data = b"".join(chunks)
+        try:
+            return data.decode("utf-8")  # the fast path (ASCII logs); 'replace' below is several times slower
+        except UnicodeDecodeError:
+            return data.decode("utf-8", "replace")
     except OSError:
         return ""
     finally:
@@ -76,16 +82,20 @@ def mpi_failure(text: str) -> tuple[int, int] | None:
 
 
 def last_timestamp(text: str, year: int | None = None) -> float | None:
-    """The latest time written in the log's lines (UTC assumed), or None when they carry none."""
-    latest, lines = None, text.splitlines()[-400:]
+    """The latest time written in the log's last lines (UTC assumed), or None when they carry none: the latest
+    of the last :data:`STAMPED` lines that carry a time, among the last 400 lines."""
+    lines = text[-65536:].splitlines()[-400:]
     if year is None:  # glog's lines carry no year: the log's own dated lines give it (else this year)
         dated = next((m for m in map(ISO_TIME.search, reversed(lines)) if m), None)
         year = int(dated.group(1)[:4]) if dated else None
-    for line in lines:
+    stamps = []
+    for line in reversed(lines):
         stamp = line_time(line, year)
-        if stamp is not None and (latest is None or stamp > latest):
-            latest = stamp
-    return latest
+        if stamp is not None:
+            stamps.append(stamp)
+            if len(stamps) >= STAMPED:
+                break
+    return max(stamps, default=None)
 
 
 def line_time(line: str, year: int | None) -> float | None:

@@ -290,6 +290,17 @@ def classify(log: RankLog, ctx: Context) -> Finding | None:
     return None
 
 
+def _register_patterns() -> None:
+    """Every signature asks for its patterns once, on empty logs (with the exit codes that make each look), so
+    the scanner's RE2 set holds them all before the first real log and scans each log once."""
+    for code in (None, -signal.SIGKILL, -signal.SIGSEGV):
+        for signature in SIGNATURES:
+            signature(RankLog(None, "", None, "", "", code), Context())
+
+
+_register_patterns()
+
+
 # The README's table of signatures (tests/diagnosis/test_signature_table.py holds the README to it): the
 # functions above say here what they read and what to change; a known line says it in its entry.
 FUNCTION_ROWS = {

@@ -129,7 +129,7 @@ def test_hostile_logs_are_bounded_and_shown_escaped(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "\x1b" not in out and "\x07" not in out
-    assert "first failure: rank 0" in out and "cuda-oom" in out and "characters cut" in out
+    assert "first failure: rank 0" in out and "cuda-oom" in out and "bytes cut" in out
     assert max(map(len, out.splitlines())) < 3000
     assert "note: skipped: 4 entries not read" in out  # the FIFO, both links, the link to /
     assert "rank 3" not in out and "rank 1 " not in out  # nothing read through a link or from a FIFO
