@@ -21,9 +21,10 @@ def add_verb(verbs, where_options, is_local) -> None:
     are ``amldist job``'s own (where a job is looked for is decided in one place)."""
     sub = verbs.add_parser("diagnose", help="the first rank that failed, its cause and the spec field to change",
                            description="Find the first rank that failed (by time), match its log against known "
-                           "failures (Python exceptions, CUDA/host out of memory, Duplicate GPU, NCCL on sockets, "
-                           "bus error / shared memory, Address already in use, collective timeouts, stalls) and "
-                           "say which spec field to change.")
+                           "failures (InfiniBand, ECC and other GPU faults named with their node, NCCL errors, "
+                           "CUDA/host out of memory, Duplicate GPU, NCCL on sockets, shared memory, MPI aborts, "
+                           "collective timeouts and mismatches, stalls, ...) and say which spec field to change. "
+                           "--logs DIR reads a downloaded Azure ML log folder with no workspace.")
     sub.add_argument("name", nargs="?", metavar="NAME", help="the job's name")
     sub.add_argument("-n", "--name", dest="name_option", metavar="NAME", help="the job's name (as az ml)")
     sub.add_argument("--format", choices=("text", "json"), default="text", help="output format")

@@ -98,7 +98,12 @@ def walk(folder: str) -> Found:
 def rank_files(user_logs: str, skipped: list) -> list[tuple[int, str, str]]:
     """(rank, label, path) of every rank's log in ``user_logs``; anything but a regular file is skipped."""
     process, nodes, single = [], [], []
-    for entry in sorted(os.scandir(user_logs), key=lambda e: e.name):
+    try:
+        entries = sorted(os.scandir(user_logs), key=lambda e: e.name)
+    except OSError as exc:
+        skipped.append((user_logs, exc.strerror or "unreadable"))
+        return []
+    for entry in entries:
         match, node = PROCESS_LOG.search(entry.name), NODE_LOG.match(entry.name)
         if not (match or node or entry.name == "std_log.txt"):
             continue
