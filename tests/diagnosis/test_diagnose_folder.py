@@ -19,6 +19,7 @@ import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -136,6 +137,21 @@ def test_hostile_logs_are_bounded_and_shown_escaped(tmp_path):
     done = run_limited(tmp_path / "job", "--format", "json")
     data = json.loads(done.stdout)
     assert len(data["first_failure"]["line"]) < 2000 and "\x1b" not in done.stdout
+
+
+def test_a_device_or_a_folder_named_as_a_log_is_skipped(tmp_path, cli):
+    logs = tmp_path / "job" / "user_logs"
+    (logs / "std_log_process_01.txt").mkdir(parents=True)
+    (logs / "std_log_process_00.txt").write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    try:
+        os.mknod(logs / "std_log_process_02.txt", 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero's own device
+    except PermissionError:
+        pytest.skip("creating a device file needs root")
+    done = run_limited(tmp_path / "job", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [r["rank"] for r in data["ranks"]] == [0] and data["first_failure"]["signature"] == "cuda-illegal-address"
+    assert "std_log_process_02.txt" in data["notes"][0]["line"]
 
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
