@@ -3,15 +3,15 @@
 The workload is an Azure ML log folder (``artifacts/user_logs/std_log_process_NNNN.txt``) of ``--ranks`` logs of
 ``--kib`` KiB each (default 1,024 x 256 KiB: the tail diagnose reads is 256 KiB, so both read every byte), written
 as a job of 8 ranks per node writes them: step lines, NCCL INFO lines, and at the end a watchdog timeout on every
-rank but one, whose GPU hit an uncorrectable ECC error (rank :data:`CULPRIT`, or the last of fewer ranks). The alternative is what one would
-run by hand: ``grep -E -c -f PATTERNS -r DIR`` with the signature table's own line patterns
-(amldist/diagnosis/known_lines.py, written in the syntax RE2 and POSIX ERE share).
+rank but one, whose GPU hit an uncorrectable ECC error (rank :data:`CULPRIT`, or the last of fewer ranks).
+The alternative is what one would run by hand: ``grep -E -c -f PATTERNS -r DIR`` with the signature table's own
+line patterns (amldist/diagnosis/known_lines.py, written in the syntax RE2 and POSIX ERE share).
 
 Both run as commands, in alternating rounds (ABAB, so drift in machine load hits both alike); the medians and
 their ratio are printed, with the diagnose process's peak memory (ru_maxrss). The diagnosis must name the culprit
 in every round, or the run fails.
 
-    python bench/bench_diagnose_logs.py [--ranks 1024] [--kib 256] [--rounds 3] [--max-ratio 5]
+    python bench/bench_diagnose_logs.py [--ranks 1024] [--kib 256] [--rounds 3] [--max-ratio 10]
 """
 
 from __future__ import annotations

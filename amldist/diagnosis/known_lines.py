@@ -101,7 +101,8 @@ NCCL_LINES = (
     KnownLine("shm-exhausted", r"failed to extend /dev/shm|Error while creating shared memory segment|"
               r"unable to allocate shared memory|No space left on device.*/dev/shm|/dev/shm.*No space left on device",
               "NCCL's `Error: failed to extend /dev/shm/nccl-... to N bytes`, torch's `unable to allocate shared "
-              "memory(shm)`, `No space left on device: '/dev/shm/...'`", "/dev/shm is too small for NCCL's or DataLoader's shared memory: raise "
+              "memory(shm)`, `No space left on device: '/dev/shm/...'`",
+              "/dev/shm is too small for NCCL's or DataLoader's shared memory: raise "
               "resources.shm_size (e.g. 16g), or use fewer DataLoader workers", field="resources.shm_size"),
     KnownLine("nccl-socket-interface", r"Bootstrap ?: no socket interface found|NET/Socket ?: no interface found|"
               r"no usable interface found", "NCCL's `Bootstrap : no socket interface found`",
@@ -122,7 +123,8 @@ NCCL_LINES = (
               "a system call NCCL made failed (shared memory, sockets, the InfiniBand device, a memlock limit): "
               "NCCL_DEBUG=WARN prints the call just above this line", field="environment_variables.NCCL_DEBUG"),
     KnownLine("nccl-cuda-error", r"ncclUnhandledCudaError|unhandled cuda error",
-              "`ncclUnhandledCudaError: Call to CUDA function failed`", "a CUDA call inside NCCL failed: NCCL_DEBUG=WARN "
+              "`ncclUnhandledCudaError: Call to CUDA function failed`",
+              "a CUDA call inside NCCL failed: NCCL_DEBUG=WARN "
               "prints which (`Cuda failure '...'`); out of memory, a lost GPU or a driver mismatch",
               field="environment_variables.NCCL_DEBUG"),
     KnownLine("nccl-invalid-usage", r"ncclInvalidUsage", "`ncclInvalidUsage: This usually reflects invalid usage "

@@ -77,7 +77,8 @@ def mpi_failure(text: str) -> tuple[int, int] | None:
         return int(match.group(1)), int(match.group(2))
     match = HYDRA.search(text)
     if match:
-        return int(match.group(1)), -int(match.group(3)) if match.group(2) == "KILLED BY SIGNAL" else int(match.group(3))
+        code = int(match.group(3))
+        return int(match.group(1)), -code if match.group(2) == "KILLED BY SIGNAL" else code
     return None
 
 

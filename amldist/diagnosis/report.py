@@ -84,6 +84,6 @@ def to_text(d: Diagnosis, *, cwd: str | None = None) -> str:
         if others:
             lines.append("the other ranks: " + ", ".join(others))
     for note in d.notes:
-        lines.append(f"note: {note.signature}: {shown(note.line)}; {note.hint}" + (f" [spec: {note.field}]" if note.field
-                                                                                  else ""))
+        spec = f" [spec: {note.field}]" if note.field else ""
+        lines.append(f"note: {note.signature}: {shown(note.line)}; {note.hint}{spec}")
     return "\n".join(lines)
