@@ -18,6 +18,7 @@ of one log, not of 1,024.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
@@ -73,7 +74,8 @@ def walk(folder: str) -> Found:
     while queue and seen < MAX_ENTRIES:
         path, depth = queue.popleft()
         try:
-            entries = sorted(os.scandir(path), key=lambda e: e.name)
+            with os.scandir(path) as listing:  # a folder of millions of entries is looked at only in part
+                entries = sorted(itertools.islice(listing, MAX_ENTRIES - seen), key=lambda e: e.name)
         except OSError as exc:
             found.skipped.append((path, exc.strerror or "unreadable"))
             continue
@@ -99,7 +101,8 @@ def rank_files(user_logs: str, skipped: list) -> list[tuple[int, str, str]]:
     """(rank, label, path) of every rank's log in ``user_logs``; anything but a regular file is skipped."""
     process, nodes, single = [], [], []
     try:
-        entries = sorted(os.scandir(user_logs), key=lambda e: e.name)
+        with os.scandir(user_logs) as listing:
+            entries = sorted(itertools.islice(listing, MAX_ENTRIES), key=lambda e: e.name)
     except OSError as exc:
         skipped.append((user_logs, exc.strerror or "unreadable"))
         return []
