@@ -53,12 +53,17 @@ class TailLog(RankLog):
     one rank at a time, and each finds the same text object (the scan of :mod:`~amldist.diagnosis.scan` is
     done once per log)."""
 
-    _cache: tuple = ("", "")
+    _cache: tuple = ((), "")
 
     @property
     def text(self) -> str:
-        if TailLog._cache[0] != self.log:
-            TailLog._cache = (self.log, read_tail(self.log))
+        try:
+            info = os.stat(self.log, follow_symlinks=False)
+            key = (self.log, info.st_mtime_ns, info.st_size)  # a file written again is read again
+        except OSError:
+            return ""
+        if TailLog._cache[0] != key:
+            TailLog._cache = (key, read_tail(self.log))
         return TailLog._cache[1]
 
     @text.setter
