@@ -168,3 +168,12 @@ def test_an_alias_bomb_in_job_yml_stops_early(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "first failure: rank 5" in done.stdout
     assert load_job_file(str(folder / "job.yml")) == {}  # a local run folder's job.yml is read the same way
+
+
+def test_torchs_glog_times_with_an_unpadded_month_are_read():
+    from amldist.diagnosis.logs import last_timestamp, line_time
+
+    assert line_time("[rank5]:[E502 10:22:42.112142364 ProcessGroupNCCL.cpp:1746] x", 2024) == 1714645362.112142
+    assert line_time("[W1114 10:22:42.5 socket.cpp:1] x", 2024) == 1731579762.5
+    # the year comes from the log's own dated lines
+    assert last_timestamp("2023-05-02 10:00:01,000 INFO a\n[E502 10:00:03.25 x.cpp:1] b\n") == 1683021603.25
