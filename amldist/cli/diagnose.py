@@ -21,12 +21,15 @@ def add_verb(verbs, where_options, resolve) -> None:
     ``amldist job``'s own (where a job is looked for is decided in one place: :func:`amldist.cli.job.resolve`)."""
     sub = verbs.add_parser("diagnose", help="the first rank that failed, its cause and the spec field to change",
                            description="Find the first rank that failed (by time), match its log against known "
-                           "failures (Python exceptions, CUDA/host out of memory, Duplicate GPU, NCCL on sockets, "
-                           "bus error / shared memory, Address already in use, collective timeouts, stalls) and "
-                           "say which spec field to change.")
+                           "failures (InfiniBand, ECC and other GPU faults named with their node, NCCL errors, "
+                           "CUDA/host out of memory, Duplicate GPU, NCCL on sockets, shared memory, MPI aborts, "
+                           "collective timeouts and mismatches, stalls, ...) and say which spec field to change. "
+                           "--logs DIR reads a downloaded Azure ML log folder with no workspace.")
     sub.add_argument("name", nargs="?", metavar="NAME", help="the job's name")
     sub.add_argument("-n", "--name", dest="name_option", metavar="NAME", help="the job's name (as az ml)")
     sub.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    sub.add_argument("--logs", metavar="DIR", help="diagnose a folder of Azure ML logs (user_logs/ at any depth, as "
+                     "'az ml job download' leaves it) with no workspace")
     sub.add_argument("--vm-size", metavar="SIZE", help="the nodes' VM size when the job does not name it "
                      "(a compute cluster's size); used for GPU counts and InfiniBand")
     where_options(sub)
@@ -37,8 +40,13 @@ def run(args) -> int:
     from amldist.errors import UserError
 
     name = args.name_option or args.name
+    if args.logs is not None:  # a folder of logs: no job to look up, no workspace
+        from amldist.diagnosis.folder import diagnose_folder
+
+        return show(diagnose_folder(args.logs, vm_size=args.vm_size), json_output=args.format == "json")
     if not name:
-        raise UserError("'amldist job diagnose' needs the job's name", hint="amldist job diagnose NAME")
+        raise UserError("'amldist job diagnose' needs the job's name (or --logs DIR)",
+                        hint="amldist job diagnose NAME, or amldist job diagnose --logs DIR for downloaded logs")
     if args.name and args.name_option and args.name != args.name_option:
         raise UserError(f"two job names given: {args.name!r} and -n {args.name_option!r}")
     from amldist.diagnosis.backend import diagnose_job

@@ -17,6 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from amldist.diagnosis.nodes import blame_node
 from amldist.diagnosis.signatures import (STALL_RE, Context, Finding, RankLog, classify, lines_of, nccl_sockets,
                                           signal_text, user_frame)
 
@@ -67,7 +68,7 @@ def diagnose(logs: list[RankLog], ctx: Context, *, job: str, status: str | None,
     failing = [(log, f) for log, f in found if failed(log, f)]
     causes = sorted(((log, f) for log, f in failing if f is None or not f.consequence), key=by_time)
     if causes:
-        result.rank, result.finding = causes[0]
+        result.rank, result.finding = blame_node(found, causes[0])  # a node fault: the node most involved
         return result
     waiting = sorted(failing, key=by_time)
     if not waiting:
@@ -162,6 +163,8 @@ def never_joined(found: list, waiting: list) -> tuple[RankLog, Finding] | None:
 
 def sockets_notes(logs: list[RankLog], ctx: Context) -> list[Finding]:
     """NCCL on sockets where InfiniBand is expected: said once for the job, whatever the cause."""
+    if not (ctx.vm_size is not None and ctx.vm_size.infiniband) and not ctx.environment.get("NCCL_IB_DISABLE"):
+        return []  # nccl_sockets() says nothing then: no need to read every log again
     for log in logs:
         finding = nccl_sockets(log, ctx)
         if finding is not None:

@@ -9,33 +9,19 @@ from the MPI log when that names it, else from the backend's record.
 
 from __future__ import annotations
 
-import os
-import re
-
-from amldist.diagnosis.logs import PROCESS_LOG, last_timestamp, mpi_failure, read_tail
+from amldist.diagnosis.folder import rank_files, rank_logs, walk
+from amldist.diagnosis.logs import mpi_failure, read_tail
 from amldist.diagnosis.signatures import RankLog
-
-MPI_LOG = re.compile(r"(^|/)\d*_?mpi_log\.txt$")
 
 
 def collect(folder: str, per_node: int | None) -> list[RankLog]:
-    """Every ``std_log_process_NN.txt`` under ``folder`` as a RankLog (exit codes from the MPI log)."""
-    ranks: dict[int, str] = {}
-    mpi_text = None
-    for root, _dirs, files in os.walk(folder):
-        for file in sorted(files):
-            path = os.path.join(root, file)
-            match = PROCESS_LOG.search(file)
-            if match:
-                ranks.setdefault(int(match.group(1)), path)
-            elif MPI_LOG.search(file):
-                mpi_text = read_tail(path)
-    logs = []
-    for rank, path in sorted(ranks.items()):
-        text = read_tail(path)
-        node = rank // per_node if per_node else None
-        logs.append(RankLog(rank, f"rank {rank}", node, path, text, None, last_timestamp(text)))
-    reported = mpi_failure(mpi_text or "")
+    """Every rank's log in the downloaded folder's ``user_logs/`` as a RankLog (exit codes from the MPI log);
+    read as ``--logs DIR`` reads a folder (:mod:`amldist.diagnosis.folder`: files under ./outputs never count)."""
+    found = walk(folder)
+    if found.user_logs is None:
+        return []
+    logs = rank_logs(rank_files(found.user_logs, found.skipped), per_node, lazy=False)  # the folder goes away
+    reported = mpi_failure(read_tail(found.mpi_log)) if found.mpi_log else None
     for log in logs:
         if reported is not None and log.rank == reported[0]:
             log.exit_code = reported[1]

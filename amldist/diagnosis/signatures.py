@@ -19,12 +19,14 @@ import dataclasses
 from dataclasses import dataclass
 
 from amldist.backends.base import signal_name
+from amldist.diagnosis import known_lines
+from amldist.diagnosis.known_lines import KnownLine
+from amldist.diagnosis.scan import MAX_LINE_CHARS, RANK_PREFIX, last_line
 from amldist.rules.vm_sizes import VmSize
 
 STALL_RE = re.compile(r"amldist\.runtime: stall: rank (\d+) (made no progress for [\d.]+ s|never reached the "
                       r"collective the other ranks waited [\d.]+ s in)(?:; it is at ([^;]*))?")
 TRACEBACK = "Traceback (most recent call last):"
-RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]: ?")  # torch prefixes error lines with "[rankN]: "
 
 
 @dataclass
@@ -39,6 +41,7 @@ class RankLog:
     exit_code: int | None = None  # negative: killed by that signal; None: unknown or still running
     ended: float | None = None  # seconds since the epoch; None when unknown
     signature: str | None = None  # what classify() found in it (set by the analysis)
+    host: str | None = None  # the machine it ran on, when its log says (NCCL's "host:pid:tid [dev]" prefix)
 
 
 @dataclass
@@ -58,16 +61,11 @@ class Finding:
     consequence: bool = False
     frame: str | None = None  # the user's frame, for an exception or a stall
     ranks: list = dataclasses.field(default_factory=list)  # ranks it names (stuck, never joined, left early)
+    scope: str = "rank"  # "node": the node's hardware or fabric failed (the fix keeps the job off that node)
 
 
 def lines_of(text: str) -> list[str]:
     return [RANK_PREFIX.sub("", line).rstrip() for line in text.splitlines()]
-
-
-def last_line(text: str, pattern: str, flags: int = re.IGNORECASE) -> str | None:
-    """The last line of ``text`` that matches ``pattern``."""
-    regex = re.compile(pattern, flags)
-    return next((line.strip() for line in reversed(lines_of(text)) if regex.search(line)), None)
 
 
 def signal_of(code: int | None) -> int | None:
@@ -195,7 +193,10 @@ def peer_lost(log: RankLog, ctx: Context) -> Finding | None:
 
 def python_exception(log: RankLog, ctx: Context) -> Finding | None:
     """The last traceback in the log: its last line and the innermost frame of the user's code."""
-    lines = lines_of(log.text)
+    at = log.text.rfind(TRACEBACK)  # only the last traceback is read: no need to split the whole log
+    if at < 0:
+        return None
+    lines = lines_of(log.text[log.text.rfind("\n", 0, at) + 1:])
     starts = [i for i, line in enumerate(lines) if line.strip() == TRACEBACK]
     if not starts:
         return None
@@ -204,7 +205,7 @@ def python_exception(log: RankLog, ctx: Context) -> Finding | None:
         if line.lstrip().startswith('File "'):
             frames.append(line.strip())
         elif frames and line and not line[0].isspace():
-            message = line.strip()
+            message = line.strip()[:MAX_LINE_CHARS]  # a megabyte message is not kept whole, rank after rank
             break
     if message is None:
         return None
@@ -256,9 +257,29 @@ def other_signal(log: RankLog, ctx: Context) -> Finding | None:
                    field="environment_variables.PYTHONFAULTHANDLER")
 
 
-# Tried in this order; the first that answers is the rank's finding.
-SIGNATURES = (stall, fabric_check, duplicate_gpu, cuda_oom, shared_memory, address_in_use, collective_timeout, peer_lost,
-              python_exception, nccl_sockets, killed, stopped, other_signal)
+def known(entry: KnownLine):
+    """The signature function for one line of :mod:`known_lines`."""
+    def signature(log: RankLog, ctx: Context) -> Finding | None:
+        line = last_line(log.text, entry.pattern, re.IGNORECASE if entry.icase else 0)
+        if line is None:
+            return None
+        return Finding(entry.name, line, entry.hint, field=entry.field, consequence=entry.consequence,
+                       scope=entry.scope)
+    signature.__name__ = entry.name.replace("-", "_")
+    signature.entry = entry
+    return signature
+
+
+# Tried in this order; the first that answers is the rank's finding. Node faults come before what they cause
+# (an NCCL error, a traceback); what a rank suffers because of another (consequence) before a Python exception,
+# whose traceback it often carries; the exit code alone last.
+SIGNATURES = (
+    stall, fabric_check, duplicate_gpu, *map(known, known_lines.NODE_FAULTS), cuda_oom,
+    *map(known, known_lines.CUDA_LINES + known_lines.NCCL_LINES + known_lines.COLLECTIVE_LINES
+         + known_lines.LAUNCH_LINES),
+    shared_memory, *map(known, known_lines.HOST_LINES), address_in_use, collective_timeout, peer_lost,
+    python_exception, nccl_sockets, killed, stopped, other_signal,
+)
 
 
 def classify(log: RankLog, ctx: Context) -> Finding | None:
@@ -267,3 +288,77 @@ def classify(log: RankLog, ctx: Context) -> Finding | None:
         if found is not None:
             return found
     return None
+
+
+def _register_patterns() -> None:
+    """Every signature asks for its patterns once, on empty logs (with the exit codes that make each look), so
+    the scanner's RE2 set holds them all before the first real log and scans each log once."""
+    for code in (None, -signal.SIGKILL, -signal.SIGSEGV):
+        for signature in SIGNATURES:
+            signature(RankLog(None, "", None, "", "", code), Context())
+
+
+_register_patterns()
+
+
+# The README's table of signatures (tests/diagnosis/test_signature_table.py holds the README to it): the
+# functions above say here what they read and what to change; a known line says it in its entry.
+FUNCTION_ROWS = {
+    "stall": ("`stall`", "amldist's stall watchdog named the stuck rank; its stack says where",
+              "`environment_variables.AMLDIST_STALL_TIMEOUT`"),
+    "fabric_check": ("`fabric-check`", "amldist's fabric check failed (a slow node, NCCL on sockets)",
+                     "`compute` / `environment_variables.NCCL_IB_DISABLE`"),
+    "duplicate_gpu": ("`duplicate-gpu`", "NCCL's `Duplicate GPU detected`, with processes per node vs the size's GPUs",
+                      "`distribution.process_count_per_instance`"),
+    "cuda_oom": ("`cuda-oom`", "`CUDA out of memory` / `OutOfMemoryError`",
+                 "`resources.instance_type` (or a smaller batch)"),
+    "shared_memory": ("`bus-error`", "`Bus error`, DataLoader's shared-memory message, SIGBUS (`-7`, `135`)",
+                      "`resources.shm_size`"),
+    "address_in_use": ("`address-in-use`", "`Address already in use` / `EADDRINUSE` (a second launcher, a stray "
+                       "server)", "`environment_variables.MASTER_PORT`"),
+    "collective_timeout": ("`collective-timeout`", "ProcessGroupNCCL's `Watchdog caught collective operation "
+                           "timeout`, gloo's `Timed out waiting ... for recv operation`, a rendezvous timeout",
+                           "none here: it waited for another rank (see `never-joined`)"),
+    "peer_lost": ("`peer-lost`", "`Connection closed by peer`, `NCCL communicator was aborted`, `Broken pipe`",
+                  "none here: another rank left first"),
+    "python_exception": ("`python-exception`", "the last traceback's last line, and the innermost frame of your code",
+                         "`command` (your code)"),
+    "nccl_sockets": ("`nccl-sockets` / `nccl-ib-disabled`", "`NET/Socket : Using` on an InfiniBand size, or "
+                     "`NCCL_IB_DISABLE` set (a note beside any cause)", "`environment_variables.NCCL_IB_DISABLE`"),
+    "killed": ("`oom-killed`", "SIGKILL (`-9`, `137`), `Killed`: the kernel's OOM killer",
+               "`resources.instance_type` (or fewer workers)"),
+    "stopped": ("`stopped`", "SIGTERM/SIGINT from the launcher after another rank failed",
+                "none here: another rank failed first"),
+    "other_signal": ("`signal`", "another signal (SIGSEGV, SIGABRT...)", "`environment_variables.PYTHONFAULTHANDLER`"),
+}
+# What the analysis concludes across ranks (amldist/diagnosis/analysis.py) rather than from one log.
+ANALYSIS_ROWS = (
+    ("`never-joined`", "ranks timed out in a collective: the ranks without the timeout never joined it", "`command`"),
+    ("`left-early`", "a rank ended (even with 0) while the others still waited for it", "`command`"),
+    ("`hung`", "every rank was stopped by the launcher (limits.timeout, a cancel) and none failed by itself",
+     "`environment_variables.AMLDIST_STALL_TIMEOUT`"),
+    ("`canceled`", "every rank was stopped and the job was canceled", "none: it was stopped by its user"),
+)
+
+
+def known_row(entry: KnownLine) -> tuple[str, str, str]:
+    if entry.scope == "node":
+        fix = "`compute`: resubmit off the node (named with its host)"
+    elif entry.field is not None:
+        fix = f"`{entry.field}`" + (" (after the cause)" if entry.consequence else "")
+    else:
+        fix = "none here: " + entry.hint.split(":")[0]
+    return f"`{entry.name}`", entry.says, fix
+
+
+def table_rows() -> list[tuple[str, str, str]]:
+    """Every signature, in the order they are tried, then the analysis's own conclusions."""
+    rows = [known_row(s.entry) if hasattr(s, "entry") else FUNCTION_ROWS[s.__name__] for s in SIGNATURES]
+    return rows + list(ANALYSIS_ROWS)
+
+
+def markdown_table() -> str:
+    lines = ["| signature | what the log or exit code says | spec field to change, or what to do |",
+             "| --- | --- | --- |"]
+    lines += [f"| {name} | {says} | {fix} |" for name, says, fix in table_rows()]
+    return "\n".join(lines)
