@@ -39,6 +39,7 @@ from amldist.backends.base import Backend, JobRecord, Options, Plan
 from amldist.errors import UserError
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import PreparedWork
+from amldist.submit.sweep import PreparedSweep
 
 
 
@@ -164,6 +165,11 @@ class AzureMLBackend(Backend):
             if sent_as:
                 planned.warnings.insert(0, sent_as)
             return AzurePipelineJobPlan(planned)
+        if isinstance(prepared, PreparedSweep):  # the trial's code and size facts (backends/azureml/sweep)
+            from amldist.backends.azureml.sweep import plan_sweep
+
+            return plan_sweep(prepared, options, environ=os.environ if self.environ is None else self.environ,
+                              cwd=self.cwd or os.getcwd())
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win
@@ -217,10 +223,12 @@ class AzureMLBackend(Backend):
             _warn(message)
         if plan.snapshot.name is not None:  # azure-ai-ml then draws the upload's progress bar
             print(preview.upload_line(plan.snapshot.name), file=sys.stderr)
+        from amldist.backends.azureml.sweep import with_code
+
         job = copy.deepcopy(plan.job)
         with materialized(plan.snapshot) as written:
             if written.path is not None:
-                job.code = written.path
+                job = with_code(job, written.path)
             entity = to_azure(job, base_dir=plan.base_dir, add_runtime=False)  # the snapshot above holds it
             client = self.client(workspace)
             return azure_call(lambda: client.jobs.create_or_update(entity), workspace)

@@ -1,7 +1,8 @@
 """The ``local`` backend: processes on this machine with Azure ML's launcher environment.
 
 - ``plan`` is pure: a job is planned by :mod:`amldist.backends.local.plan`, a pipeline by
-  :mod:`amldist.backends.local.pipeline_run` (each step as a job); both come back as a
+  :mod:`amldist.backends.local.pipeline_run` (each step as a job), a sweep by
+  :mod:`amldist.backends.local.sweep_run` (each trial as a job); each comes back as a
   :class:`~amldist.backends.base.Plan` that describes itself (what ``--dry-run --local`` prints);
 - ``run`` creates the run folder and runs exactly the planned processes
   (:func:`amldist.backends.local.supervisor.launch`, or the pipeline's step runner), then returns
@@ -24,6 +25,7 @@ from amldist.backends.local.run_state import signal_name
 from amldist.rules.secrets import mask_tree
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import PreparedWork
+from amldist.submit.sweep import PreparedSweep
 
 DEFAULT_RUN_ROOT = ".amldist/runs"
 
@@ -83,6 +85,29 @@ class LocalPipelinePlan(Plan):
         return mask_tree({"backend": self.backend, "kind": self.kind, **dataclasses.asdict(self.pipeline)})
 
 
+@dataclass(frozen=True)
+class LocalSweepPlan(Plan):
+    backend = "local"
+    kind = "sweep"
+    sweep: object  # amldist.backends.local.sweep_run.SweepPlan
+
+    @property
+    def name(self) -> str:
+        return self.sweep.name
+
+    @property
+    def run_dir(self) -> str:
+        return self.sweep.run_dir
+
+    def describe(self) -> str:
+        from amldist.backends.local import sweep_run
+
+        return sweep_run.describe_sweep(self.sweep)
+
+    def to_json(self) -> dict:
+        return mask_tree({"backend": self.backend, "kind": self.kind, **dataclasses.asdict(self.sweep)})
+
+
 class LocalBackend(Backend):
     """Processes on this machine (see the module docstring); ``run_root`` is where the job verbs look."""
 
@@ -92,19 +117,27 @@ class LocalBackend(Backend):
     def __init__(self, *, run_root: str | None = None):
         self.run_root = os.path.abspath(run_root or DEFAULT_RUN_ROOT)
 
-    def plan(self, prepared: PreparedWork, options) -> LocalJobPlan | LocalPipelinePlan:
+    def plan(self, prepared: PreparedWork, options) -> LocalJobPlan | LocalPipelinePlan | LocalSweepPlan:
         if isinstance(prepared, PreparedPipeline):
             from amldist.backends.local import pipeline_run
 
             return LocalPipelinePlan(pipeline_run.plan_pipeline(prepared, options))
+        if isinstance(prepared, PreparedSweep):
+            from amldist.backends.local import sweep_run
+
+            return LocalSweepPlan(sweep_run.plan_sweep(prepared, options))
         return LocalJobPlan(plan(prepared, options))
 
-    def run(self, p: LocalJobPlan | LocalPipelinePlan) -> JobRecord:
+    def run(self, p: LocalJobPlan | LocalPipelinePlan | LocalSweepPlan) -> JobRecord:
         from amldist.backends.local import pipeline_run
         from amldist.backends.local.supervisor import launch
 
         if isinstance(p, LocalPipelinePlan):
             code = pipeline_run.run_pipeline(p.pipeline)
+        elif isinstance(p, LocalSweepPlan):
+            from amldist.backends.local import sweep_run
+
+            code = sweep_run.run_sweep(p.sweep)
         else:
             code = launch(p.local)
         record = read_record(p.run_dir)

@@ -38,9 +38,13 @@ class SlurmBackend(Backend):
 
     def plan(self, prepared, options: SlurmOptions) -> SlurmJobPlan | SlurmPipelinePlan:
         from amldist.submit.pipeline import PreparedPipeline
+        from amldist.submit.sweep import PreparedSweep
 
         if isinstance(prepared, PreparedPipeline):
             return pipeline.plan_pipeline(prepared, options)
+        if isinstance(prepared, PreparedSweep):
+            raise UserError(f"{prepared.source}: a sweep job runs on Azure ML or locally (--local); --slurm runs "
+                            "command jobs and pipelines", hint="submit it with --local, or without --slurm")
         return plan(prepared, options)
 
     def run(self, p: SlurmJobPlan | SlurmPipelinePlan) -> JobRecord:
