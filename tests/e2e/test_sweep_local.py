@@ -1,0 +1,114 @@
+"""A sweep run locally through the CLI, for real: 2 trials of 2 nodes x 2 processes, the metric logged with
+MLflow by rank 0, a bandit policy stopping the worse trial, the table of trials, and the job verbs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+AMLDIST = [sys.executable, "-c", "import sys; from amldist.cli.main import main; sys.exit(main())"]
+
+TRIAL = '''\
+import os, sys, time
+lr = float(sys.argv[1])
+rank, world = os.environ["RANK"], os.environ["WORLD_SIZE"]
+print(f"rank {rank} of {world} node {os.environ['NODE_RANK']} lr={sys.argv[1]}", flush=True)
+done = os.path.join(os.environ["SWEEP_TEST_FLAGS"], "good_done")
+if lr < 10:  # the good trial: three falling errors, then a flag for the bad one
+    if rank == "0":
+        import mlflow
+        for step in range(3):
+            mlflow.log_metric("err", lr / (step + 1), step=step)
+        open(done, "w").close()
+    sys.exit(0)
+while not os.path.exists(done):  # the bad trial reports after the good one, so both are compared
+    time.sleep(0.1)
+if rank == "0":
+    import mlflow
+    for step in range(3):
+        mlflow.log_metric("err", lr * (step + 1), step=step)
+time.sleep(300)  # the bandit policy stops it long before
+'''
+
+SWEEP = '''\
+$schema: https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json
+type: sweep
+trial:
+  code: src
+  command: python trial.py ${{search_space.lr}}
+  environment: azureml:AzureML-sklearn-1.5@latest
+  distribution: {type: pytorch, process_count_per_instance: 2}
+  resources: {instance_count: 2}
+sampling_algorithm: grid
+search_space:
+  lr: {type: choice, values: [1, 50]}
+objective: {goal: minimize, primary_metric: err}
+early_termination: {type: bandit, slack_amount: 5, evaluation_interval: 1, delay_evaluation: 2}
+limits: {max_total_trials: 5, max_concurrent_trials: 2, trial_timeout: 280}
+'''
+
+
+def amldist(cwd, *args, timeout=400):
+    return subprocess.run([*AMLDIST, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "SWEEP_TEST_FLAGS": str(cwd)})
+
+
+def test_a_distributed_sweep_runs_each_trial_2_by_2_and_stops_the_worse_one(tmp_path):
+    pytest.importorskip("mlflow")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "trial.py").write_text(TRIAL)
+    (tmp_path / "sweep.yml").write_text(SWEEP)
+    done = amldist(tmp_path, "submit", "sweep.yml", "--local", "--name", "sw", "--max-parallel", "8")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = tmp_path / ".amldist" / "runs" / "sw"
+    for trial, lr in (("trial_0", 1), ("trial_1", 50)):
+        logs = sorted(os.listdir(run / trial / "user_logs"))
+        assert logs == [f"std_log_process_0{i}.txt" for i in range(4)]
+        lines = {(run / trial / "user_logs" / log).read_text().splitlines()[0] for log in logs}
+        assert lines == {f"rank {r} of 4 node {r // 2} lr={lr}" for r in range(4)}  # ${{search_space.lr}} filled
+    # judged at its 2nd report (100 > 1/2 + 5), or at its 3rd when all three landed between two reads
+    assert re.search(r"trial_1: stopped by the bandit policy after (2|3) report\(s\) of err \(last (100|150)\)",
+                     done.stderr), done.stderr
+    table = done.stdout[done.stdout.index("  trial  "):].splitlines()
+    assert table[1].split() == ["*", "trial_0", "lr=1", "0.333333", "Completed"]
+    assert table[2].split()[:2] == ["trial_1", "lr=50"] and table[2].split()[3] == "Canceled"
+    state = json.loads((run / "status.json").read_text())
+    assert state["status"] == "Completed" and state["sweep"]["best"] == "trial_0"
+    assert [s["note"] for s in state["steps"]] == [None, "stopped by the bandit policy"]
+    trial_state = json.loads((run / "trial_1" / "status.json").read_text())
+    assert trial_state["status"] == "Canceled"  # every rank of the stopped trial ended with it
+    shown = amldist(tmp_path, "job", "show", "sw")
+    assert shown.returncode == 0 and "*  trial_0  lr=1" in shown.stdout and "trial_1  lr=50" in shown.stdout
+    logs = amldist(tmp_path, "job", "logs", "sw", "--step", "trial_0", "--rank", "3")
+    assert logs.stdout.strip() == "rank 3 of 4 node 1 lr=1"
+
+
+def test_bayesian_is_refused_locally_in_one_line_and_azure_is_named(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "sweep.yml").write_text(SWEEP.replace("sampling_algorithm: grid", "sampling_algorithm: bayesian")
+                                        .replace("early_termination:", "#"))
+    done = amldist(tmp_path, "submit", "sweep.yml", "--local", timeout=120)
+    assert done.returncode != 0 and not (tmp_path / ".amldist" / "runs").exists()
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "bayesian" in errors[0] and "Traceback" not in done.stderr
+    assert "sampling_algorithm: random" in done.stderr and "without --local" in done.stderr
+
+
+def test_without_mlflow_a_local_sweep_says_so_in_one_line(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "sweep.yml").write_text(SWEEP)
+    (tmp_path / "nomlflow").mkdir()
+    (tmp_path / "nomlflow" / "sitecustomize.py").write_text(
+        "import importlib.util as u\n_find = u.find_spec\n"
+        "u.find_spec = lambda name, *a: None if name == 'mlflow' else _find(name, *a)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "nomlflow"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([*AMLDIST, "submit", "sweep.yml", "--local"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "mlflow is not installed" in done.stderr and "amldist[sweep]" in done.stderr
+    assert not (tmp_path / ".amldist" / "runs").exists()  # nothing started
