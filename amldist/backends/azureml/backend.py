@@ -168,8 +168,11 @@ class AzureMLBackend(Backend):
         if isinstance(prepared, PreparedSweep):  # the trial's code and size facts (backends/azureml/sweep)
             from amldist.backends.azureml.sweep import plan_sweep
 
-            return plan_sweep(prepared, options, environ=os.environ if self.environ is None else self.environ,
-                              cwd=self.cwd or os.getcwd())
+            job, workspace, problem, snapshot, body = plan_sweep(
+                prepared, options, environ=os.environ if self.environ is None else self.environ,
+                cwd=self.cwd or os.getcwd())
+            return AzurePlan(job, prepared.base_dir, workspace, problem, snapshot, body, options.stream,
+                             list(snapshot.warnings))
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win

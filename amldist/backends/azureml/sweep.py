@@ -11,11 +11,11 @@ from __future__ import annotations
 import copy
 
 
-def plan_sweep(prepared, options, *, environ, cwd: str):
-    """The :class:`~amldist.backends.azureml.backend.AzurePlan` of a :class:`~amldist.submit.sweep.PreparedSweep`."""
+def plan_sweep(prepared, options, *, environ, cwd: str) -> tuple:
+    """What the :class:`~amldist.backends.azureml.backend.AzurePlan` of a :class:`~amldist.submit.sweep.PreparedSweep`
+    holds: ``(job, workspace, workspace_problem, snapshot, body)``."""
     from amldist.azure_sdk.code_snapshot import plan_snapshot
     from amldist.azure_sdk.entities import job_name, rest_body
-    from amldist.backends.azureml.backend import AzurePlan
     from amldist.backends.azureml.workspace import workspace_or_problem
     from amldist.rules.fabric import size_variables
 
@@ -33,8 +33,7 @@ def plan_sweep(prepared, options, *, environ, cwd: str):
         body["properties"]["trial"]["codeId"] = (
             f"<uploaded at submit: {snapshot.name}/, {len(snapshot.files)} files"
             + (", amldist/runtime/ included>" if snapshot.shim_added else ">"))
-    return AzurePlan(job, prepared.base_dir, workspace, problem, snapshot, body, options.stream,
-                     list(snapshot.warnings))
+    return job, workspace, problem, snapshot, body
 
 
 def with_code(job, path: str):
