@@ -196,7 +196,7 @@ class SweepState(PipelineState):
             self._step(name)["note"] = note
         self._write()
 
-    def finished_sweep(self, best: str | None, *, stop_signal: int | None) -> dict:
+    def finished_sweep(self, best: str | None, *, stop_signal: int | None, timed_out: bool = False) -> dict:
         self.data["sweep"]["best"] = best
         statuses = [s["status"] for s in self.data["steps"]]
         if cancel_requested(self.run_dir) or stop_signal is not None:
@@ -208,7 +208,9 @@ class SweepState(PipelineState):
         else:
             status = FAILED
             failed = [s["name"] for s in self.data["steps"] if s["status"] == FAILED]
-            self.data["error"] = f"trial(s) {', '.join(failed)} failed" if failed else "no trial completed"
+            self.data["error"] = (f"trial(s) {', '.join(failed)} failed" if failed
+                                  else "limits.timeout was reached before any trial completed" if timed_out
+                                  else "no trial completed")
         self._end(status)
         return self.data
 
@@ -291,6 +293,9 @@ class _Trials:
         if self.state:
             self.state.step_ended(name, STEP_STATUS[self.status[name]], code)
             self.state.trial(name, metric=self.metric(name), status=STEP_STATUS[self.status[name]], note=note)
+        if code == 0 and self.metric(name) is None:
+            say(f"warning: {name} completed without logging {self.sp.primary_metric} with MLflow (mlflow.log_metric"
+                f"('{self.sp.primary_metric}', value) in the trial's code); it cannot be ranked", self.err)
 
     def metric(self, name: str):
         values = self.series.get(name) or []
@@ -348,8 +353,11 @@ def run_sweep(sp: SweepPlan, *, out=None, err=None) -> int:
             proc.terminate()
             proc.join()
             trials.finish(name, 1)
+        for name, status in trials.status.items():
+            if status == "waiting":
+                state.step_not_started(name, "the sweep ended first (limits.timeout, a stop or a failure)")
         best = trials.best()
-        data = state.finished_sweep(best, stop_signal=trials.stop_signal)
+        data = state.finished_sweep(best, stop_signal=trials.stop_signal, timed_out=trials.timed_out)
     say(table(data), out)
     say(f"sweep {sp.name}: {data['status']}" + (f"; best trial {best}" if best else "")
         + f"; 'amldist job show {sp.name}' shows it again", out)
