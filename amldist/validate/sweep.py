@@ -51,6 +51,9 @@ def _check_references(ctx, data: dict, command) -> None:
                      position=ctx.locate(("trial", "command"), f"search_space.{name}"))
     for name in space:
         if name not in used and isinstance(command, str):
+            legacy = "{search_space." + name + "}" in command  # the old form, passed as written
             ctx.emit(("search_space", name), WARNING, "unused-search-space",
-                     f"search_space.{name}: the trial's command never reads ${{{{search_space.{name}}}}}",
+                     f"search_space.{name}: the trial's command never reads ${{{{search_space.{name}}}}}"
+                     + (f" (it has {{search_space.{name}}}, without the $ and the second braces)" if legacy else ""),
+                     f"write ${{{{search_space.{name}}}}} in the command" if legacy else
                      "pass it to the command (--NAME ${{search_space.NAME}}) or remove it")

@@ -112,3 +112,49 @@ def test_without_mlflow_a_local_sweep_says_so_in_one_line(tmp_path):
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "mlflow is not installed" in done.stderr and "amldist[sweep]" in done.stderr
     assert not (tmp_path / ".amldist" / "runs").exists()  # nothing started
+
+
+REAL = os.path.join(os.path.dirname(__file__), "..", "fixtures", "real_specs", "azureml-examples", "cli", "jobs")
+
+
+def test_the_public_hello_sweep_runs_here_with_a_table_of_trials(tmp_path):
+    """azureml-examples' hello-sweep as written (its script logs random_metric with MLflow), two of its trials."""
+    pytest.importorskip("mlflow")
+    spec = os.path.abspath(os.path.join(REAL, "basics", "hello-sweep.yml"))
+    done = amldist(tmp_path, "submit", spec, "--local", "--name", "hello", "--set", "limits.max_total_trials=2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = done.stdout[done.stdout.index("  trial  "):].splitlines()[:3]
+    assert table[0].split() == ["trial", "parameters", "random_metric", "status"]
+    rows = [row.replace("*", " ").split() for row in table[1:]]
+    assert [r[0] for r in rows] == ["trial_0", "trial_1"] and all(r[-1] == "Completed" for r in rows)
+    metrics = {r[0]: float(r[-2]) for r in rows}
+    best = min(metrics, key=metrics.get)  # goal: minimize
+    assert next(row for row in table[1:] if best in row).startswith("*")
+    state = json.loads((tmp_path / ".amldist" / "runs" / "hello" / "status.json").read_text())
+    for trial in state["sweep"]["trials"]:
+        log = (tmp_path / ".amldist" / "runs" / "hello" / trial["name"] / "user_logs" / "std_log.txt").read_text()
+        assert f"B: {trial['parameters']['B']}" in log and trial["parameters"]["B"] in ("hello", "world", "hello_world")
+        assert f"C: {trial['parameters']['C']}" in log and 0.1 <= trial["parameters"]["C"] <= 1.0
+
+
+@pytest.mark.parametrize("example", ["lightgbm", "scikit-learn"])
+def test_the_public_iris_sweeps_plan_here_with_a_local_copy_of_their_data(tmp_path, example):
+    spec = os.path.abspath(os.path.join(REAL, "single-step", example, "iris", "job-sweep.yml"))
+    (tmp_path / "iris.csv").write_text("sepal_length,species\n1,setosa\n")
+    done = amldist(tmp_path, "submit", spec, "--local", "--dry-run", "--input", "iris_csv=iris.csv", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("sweep ") and "20 trial(s), random sampling (seed " in done.stdout.splitlines()[0]
+    assert done.stdout.count("== trial_") == 20 and "at most 10 trial(s)" in done.stdout
+    refused = amldist(tmp_path, "submit", spec, "--local", "--dry-run", timeout=120)  # the data is on Azure only
+    assert refused.returncode == 2 and "pass --input iris_csv=" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_the_sample_plans_two_trials_of_2_by_2_with_its_seed(tmp_path):
+    sample = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "sweep", "job.yml")
+    done = amldist(tmp_path, "submit", os.path.abspath(sample), "--local", "--dry-run", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "2 trial(s), random sampling (seed 7)" in done.stdout and "early termination: bandit" in done.stdout
+    assert done.stdout.count("job trial_") == 2 and done.stdout.count("pytorch, 4 process(es)") == 2
+    again = amldist(tmp_path, "submit", os.path.abspath(sample), "--local", "--dry-run", timeout=120)
+    trials = [line for line in done.stdout.splitlines() if line.startswith("trial_")]
+    assert trials == [line for line in again.stdout.splitlines() if line.startswith("trial_")]  # the seed
