@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -158,3 +159,62 @@ def test_the_sample_plans_two_trials_of_2_by_2_with_its_seed(tmp_path):
     again = amldist(tmp_path, "submit", os.path.abspath(sample), "--local", "--dry-run", timeout=120)
     trials = [line for line in done.stdout.splitlines() if line.startswith("trial_")]
     assert trials == [line for line in again.stdout.splitlines() if line.startswith("trial_")]  # the seed
+
+
+SLEEPER = '''\
+type: sweep
+trial:
+  code: src
+  command: python sleep.py ${{search_space.seconds}}
+  environment: azureml:x@latest
+sampling_algorithm: grid
+search_space:
+  seconds: {type: choice, values: [0, 120, 120]}
+objective: {goal: minimize, primary_metric: m}
+limits: {max_total_trials: 3, max_concurrent_trials: 1, timeout: TIMEOUT}
+'''
+SLEEP = "import os, sys, time\nopen(f'pid_{os.getpid()}', 'w').close()\ntime.sleep(float(sys.argv[1]))\n"
+
+
+def sleeper(tmp_path, timeout: int):
+    pytest.importorskip("mlflow")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "sleep.py").write_text(SLEEP)
+    (tmp_path / "sweep.yml").write_text(SLEEPER.replace("TIMEOUT", str(timeout)))
+
+
+def test_the_sweeps_timeout_stops_the_running_trial_and_starts_no_other(tmp_path):
+    sleeper(tmp_path, 6)
+    done = amldist(tmp_path, "submit", "sweep.yml", "--local", "--name", "t")
+    assert done.returncode == 0, done.stderr  # trial_0 completed, none failed
+    assert "limits.timeout (6s) reached" in done.stderr
+    assert "warning: trial_0 completed without logging m with MLflow" in done.stderr
+    state = json.loads((tmp_path / ".amldist" / "runs" / "t" / "status.json").read_text())
+    assert [(s["name"], s["status"]) for s in state["steps"]] == [
+        ("trial_0", "Completed"), ("trial_1", "Canceled"), ("trial_2", "NotStarted")]
+    assert state["steps"][1]["note"] == "stopped at the sweep's limits.timeout" and state["sweep"]["best"] is None
+    assert not (tmp_path / ".amldist" / "runs" / "t" / "trial_2").exists()
+
+
+def test_job_cancel_stops_a_running_sweep_and_its_trial(tmp_path):
+    sleeper(tmp_path, 600)
+    proc = subprocess.Popen([*AMLDIST, "submit", "sweep.yml", "--local", "--name", "c"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code = tmp_path / ".amldist" / "runs" / "c" / "trial_1" / "code"
+    try:
+        for _ in range(600):  # trial_1, the long one, has started its process
+            if code.is_dir() and any(p.name.startswith("pid_") for p in code.iterdir()):
+                break
+            time.sleep(0.1)
+        canceled = amldist(tmp_path, "job", "cancel", "c", timeout=120)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert canceled.returncode == 0 and canceled.stdout.strip() == "job c: Canceled", canceled.stderr
+    assert proc.returncode == 143 and "sweep c: Canceled" in out
+    pid = int(next(p.name for p in code.iterdir() if p.name.startswith("pid_"))[4:])
+    assert not os.path.exists(f"/proc/{pid}")  # the trial's process went with it
+    shown = amldist(tmp_path, "job", "show", "c")
+    assert "status: Canceled (stopped by amldist job cancel)" in shown.stdout
+    assert "trial_1: Canceled" in shown.stdout.replace("step ", "").replace(", exit -15 (SIGTERM)", "")
