@@ -69,7 +69,12 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
     if kind == SWEEP_JOB:  # trials of one command: amldist.submit.sweep
         from amldist.submit.sweep import prepare_sweep
 
-        return prepare_sweep(file, doc, text, sets=sets, input_values=input_values, cwd=cwd, check=check_findings)
+        def counts(data: dict) -> None:  # the count options size each trial, as they size a command job
+            if isinstance(data.get("trial"), dict):
+                _apply_counts(data["trial"], instance_count, process_count_per_instance, file)
+
+        return prepare_sweep(file, doc, text, sets=sets, input_values=input_values, cwd=cwd, check=check_findings,
+                             apply_counts=counts)
     kept: list = []
     includes: tuple = ()
 

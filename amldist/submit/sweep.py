@@ -1,7 +1,8 @@
 """A sweep job (``type: sweep``) prepared for a backend, and each of its trials as a command job.
 
 ``prepare`` applies ``--set`` and ``--input`` to the sweep document as written (``--set
-trial.command=...``, ``--set limits.max_total_trials=2``), validates it once as a sweep job, and hands
+trial.command=...``, ``--set limits.max_total_trials=2``), then ``--instance-count`` and
+``--process-count-per-instance`` to the trial, validates it once as a sweep job, and hands
 on a :class:`PreparedSweep`. Azure ML receives the sweep itself; a local run turns each sampled
 parameter set into one command job with :func:`trial_job`:
 
@@ -39,9 +40,10 @@ class PreparedSweep(PreparedWork):
     warnings: list = field(default_factory=list)
 
 
-def prepare_sweep(file: str, doc, text: str, *, sets, input_values: dict, cwd: str, check) -> PreparedSweep:
-    """The sweep of ``file`` with ``--set``/``--input`` applied, validated once (``check``: prepare's
-    check_findings, which raises SpecInvalid on an error)."""
+def prepare_sweep(file: str, doc, text: str, *, sets, input_values: dict, cwd: str, check,
+                  apply_counts=None) -> PreparedSweep:
+    """The sweep of ``file`` with ``--set``/``--input`` applied (then ``apply_counts(data)``: the count options,
+    on the trial), validated once (``check``: prepare's check_findings, which raises SpecInvalid on an error)."""
     import os
 
     from amldist.model import from_data
@@ -51,6 +53,9 @@ def prepare_sweep(file: str, doc, text: str, *, sets, input_values: dict, cwd: s
 
     data = overrides.apply_sets(doc.data, sets)
     data = overrides.apply_inputs(data, input_values, cwd=cwd, file=file)
+    if apply_counts is not None:
+        data = copy.deepcopy(data)  # the document as read stays as it was
+        apply_counts(data)
     same = data.get("trial") == doc.data.get("trial")
     kept: list = []
     base_dir = os.path.dirname(os.path.abspath(file))
