@@ -107,7 +107,8 @@ def plan_sweep(prepared, options, *, environ=None) -> SweepPlan:
 
 
 def describe_sweep(sp: SweepPlan, *, cwd: str | None = None) -> str:
-    """The dry run: the sweep's settings and trials, then each trial's own dry run."""
+    """The dry run: the sweep's settings, every trial's values, then the first trial's own dry run (the others
+    run the same processes with their own values and run folders; ``to_json()`` holds every plan)."""
     rel = os.path.relpath(sp.run_dir, cwd or os.getcwd())
     seed = f" (seed {sp.seed})" if sp.seed is not None else ""
     lines = [f"sweep {sp.name}: {len(sp.steps)} trial(s), {sp.algorithm} sampling{seed}, {sp.goal} "
@@ -117,8 +118,9 @@ def describe_sweep(sp: SweepPlan, *, cwd: str | None = None) -> str:
         lines.append(f"early termination: {search_space.word(sp.policy)} " + ", ".join(
             f"{k}={v}" for k, v in sp.policy.items() if k != "type"))
     lines += [f"{s.name}: {_values_text(sp.parameters[s.name])}" for s in sp.steps]
-    for step in sp.steps:
-        lines += ["", f"== {step.name} ==", describe(step.plan, cwd=cwd)]
+    if sp.steps:
+        others = " (trial_1 and after: the same with their own values)" if len(sp.steps) > 1 else ""
+        lines += ["", f"== {sp.steps[0].name}{others} ==", describe(sp.steps[0].plan, cwd=cwd)]
     return "\n".join(lines)
 
 
