@@ -95,13 +95,15 @@ def test_verdicts_agree_with_azure_ai_ml(change, expected, tmp_path):
 
 def test_stricter_than_azure_ai_ml_where_the_service_refuses(tmp_path):
     """azure-ai-ml loads these; Azure ML's service refuses them (grid needs choice, bayesian takes no policy,
-    counts are at least 1), so amldist says so before anything is sent."""
+    counts are at least 1, the REST SweepJob requires samplingAlgorithm), so amldist says so before anything is
+    sent."""
     cases = {
         "grid-needs-choice": changed("sampling_algorithm", "grid"),
         "bayesian-early-termination": changed("early_termination", {"type": "median_stopping"}) | {
             "sampling_algorithm": "bayesian"},
         "empty-range": changed("search_space.lr", {"type": "uniform", "min_value": 1, "max_value": 0.5}),
         "out-of-range": changed("limits.max_total_trials", 0),
+        "missing-key": changed("sampling_algorithm", None),
     }
     for code, data in cases.items():
         assert azure_accepts(data, tmp_path), code

@@ -274,7 +274,10 @@ class _Trials:
             values = self.series[name]
             say(f"{name}: stopped by the {search_space.word(self.sp.policy)} policy after {len(values)} report(s) "
                 f"of {self.sp.primary_metric} (last {_number(values[-1])})", self.err)
-            os.kill(self.running[name].pid, signal.SIGTERM)
+            try:
+                os.kill(self.running[name].pid, signal.SIGTERM)
+            except OSError:  # it has just ended by itself
+                pass
 
     def check_timeout(self) -> None:
         if self.sp.timeout and not self.timed_out and time.monotonic() - self.began > self.sp.timeout:
@@ -290,7 +293,7 @@ class _Trials:
         self.series[name] = read_metric(step.plan.run_dir, self.sp.primary_metric)
         stopped = name in self.early or self.timed_out or self.stop_signal is not None
         self.status[name] = "completed" if code == 0 else "stopped" if stopped else "failed"
-        note = (f"stopped by the {search_space.word(self.sp.policy)} policy" if name in self.early
+        note = (f"stopped by the {search_space.word(self.sp.policy)} policy" if name in self.early and code != 0
                 else "stopped at the sweep's limits.timeout" if self.timed_out and code != 0 else None)
         if self.state:
             self.state.step_ended(name, STEP_STATUS[self.status[name]], code)
