@@ -20,6 +20,7 @@ from amldist.rules import paths
 __all__ = ["InteropError", "to_azure", "rest_body"]
 
 _INTERNAL_FLAG = "AZURE_ML_INTERNAL_COMPONENTS_ENABLED"
+JOB_KINDS = ("command_job", "pipeline_job", "sweep_job")  # what load_job reads and what has a REST body
 
 
 class InteropError(UserError):
@@ -116,7 +117,7 @@ def to_azure(spec, *, base_dir=None, add_runtime: bool = True):
     """The azure.ai.ml entity for ``spec``.
 
     CommandJob -> ``azure.ai.ml.entities.Command`` (what ``load_job`` returns for a
-    command job), PipelineJob -> ``PipelineJob``, CommandComponent -> ``CommandComponent``,
+    command job), PipelineJob -> ``PipelineJob``, SweepJob -> ``azure.ai.ml.sweep.SweepJob``, CommandComponent -> ``CommandComponent``,
     DistributedComponent -> azure-ai-ml's internal component (loaded with
     AZURE_ML_INTERNAL_COMPONENTS_ENABLED set for the duration of the call).
     Relative ``code:``/``file:`` paths resolve against ``base_dir`` (default: the
@@ -148,7 +149,7 @@ def to_azure(spec, *, base_dir=None, add_runtime: bool = True):
     stream = io.StringIO(spec.to_yaml())
     origin = _origin(base_dir)
     try:
-        if kind in ("command_job", "pipeline_job"):
+        if kind in JOB_KINDS:
             return load_job(stream, relative_origin=origin)
         if kind == "command_component":
             return load_component(stream, relative_origin=origin)
@@ -165,25 +166,45 @@ def to_azure(spec, *, base_dir=None, add_runtime: bool = True):
 
 
 def _with_runtime(spec, base_dir):
-    """``spec`` with its local code replaced by a snapshot holding the runtime shim (see to_azure)."""
+    """``spec`` with its local code replaced by a snapshot holding the runtime shim (see to_azure); a sweep's
+    trial gets it as a command job does."""
+    if getattr(spec, "kind", None) == "sweep_job":
+        return _sweep_with_runtime(spec, base_dir)
     distributed = getattr(spec, "distribution", None) is not None or getattr(spec, "kind", None) == "distributed_component"
     code = getattr(spec, "code", None)
-    if not distributed or not paths.is_local(code):
+    snapshot = _runtime_snapshot(code, base_dir, getattr(spec, "command", None)) if distributed else None
+    if snapshot is None:
         return spec
-    import atexit
     import dataclasses
+
+    return dataclasses.replace(spec, code=snapshot)
+
+
+def _sweep_with_runtime(spec, base_dir):
+    import dataclasses
+
+    trial = spec.trial if isinstance(spec.trial, dict) else {}
+    snapshot = (_runtime_snapshot(trial.get("code"), base_dir, trial.get("command"))
+                if trial.get("distribution") is not None else None)
+    return spec if snapshot is None else dataclasses.replace(spec, trial={**trial, "code": snapshot})
+
+
+def _runtime_snapshot(code, base_dir, command) -> str | None:
+    """A temporary copy of the local ``code`` plus the runtime shim; None when none is made."""
+    if not paths.is_local(code):
+        return None
+    import atexit
     import shutil
     import tempfile
 
     from amldist.azure_sdk.code_snapshot import plan_snapshot, write_snapshot
 
-    planned = plan_snapshot(code, os.fspath(base_dir) if base_dir is not None else os.getcwd(),
-                            getattr(spec, "command", None))
+    planned = plan_snapshot(code, os.fspath(base_dir) if base_dir is not None else os.getcwd(), command)
     if not planned.shim_added:
-        return spec  # the code has its own amldist, or is missing (azure-ai-ml says so in its words)
+        return None  # the code has its own amldist, or is missing (azure-ai-ml says so in its words)
     folder = tempfile.mkdtemp(prefix="amldist-snapshot-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return dataclasses.replace(spec, code=write_snapshot(planned, folder).path)
+    return write_snapshot(planned, folder).path
 
 
 def rest_body(spec, *, base_dir=None) -> dict:
@@ -199,7 +220,7 @@ def rest_body(spec, *, base_dir=None) -> dict:
     would register), and no git properties are added. Components are not jobs: turn one into a
     job first (``amldist.component_to_job``).
     """
-    if getattr(spec, "kind", None) not in ("command_job", "pipeline_job"):
+    if getattr(spec, "kind", None) not in JOB_KINDS:
         raise UserError(
             f"only a job has a REST body, not a {getattr(spec, 'kind', type(spec).__name__)}",
             hint="turn a component into a job first (amldist.component_to_job)",

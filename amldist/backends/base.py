@@ -286,14 +286,19 @@ class Backend(abc.ABC, Generic[O, P]):
         """Everything the run will do; starts, writes and sends nothing. A pipeline goes to
         :meth:`plan_pipeline` (its steps already typed jobs), anything else to :meth:`plan_job`."""
         from amldist.submit.pipeline import PreparedPipeline
+        from amldist.submit.sweep import PreparedSweep
 
         if isinstance(prepared, PreparedPipeline):
             return self.plan_pipeline(prepared, options)
+        if isinstance(prepared, PreparedSweep):
+            return self.plan_sweep(prepared, options)
         return self.plan_job(prepared, options)
 
     def run(self, plan: P) -> JobRecord:
         """Do what ``plan`` says (:meth:`run_pipeline` for a pipeline's plan, else :meth:`run_job`); the
         record of the run as it stands at the end of the call."""
+        if plan.kind == "sweep":
+            return self.run_sweep(plan)
         return self.run_pipeline(plan) if plan.kind == "pipeline" else self.run_job(plan)
 
     @abc.abstractmethod
@@ -313,6 +318,16 @@ class Backend(abc.ABC, Generic[O, P]):
 
     def run_pipeline(self, plan: P) -> JobRecord:
         raise NotImplementedError(f"{type(self).__name__} plans pipelines but does not run them")
+
+    def plan_sweep(self, prepared, options: O) -> P:
+        """The plan of a sweep job (:class:`~amldist.submit.sweep.PreparedSweep`); by default refused."""
+        from amldist.errors import UserError
+
+        raise UserError(f"{prepared.source}: a sweep job runs on Azure ML or locally (--local); the {self.name} "
+                        "backend runs command jobs and pipelines", hint="submit it with --local, or to Azure ML")
+
+    def run_sweep(self, plan: P) -> JobRecord:
+        raise NotImplementedError(f"{type(self).__name__} plans sweeps but does not run them")
 
     def describe(self, plan: P) -> str:
         return plan.describe()

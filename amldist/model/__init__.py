@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only; the model itself loads on first use
 # they load on first use (PEP 562).
 _MODEL_NAMES = {
     "CommandComponent", "CommandJob", "DistributedComponent", "Distribution", "Launcher", "Limits",
-    "PipelineJob", "Resources", "Spec", "SPEC_CLASSES",
+    "PipelineJob", "Resources", "Spec", "SPEC_CLASSES", "SweepJob",
 }
 
 
@@ -37,7 +37,7 @@ def __getattr__(name):
 
 __all__ = [
     "CommandComponent", "CommandJob", "DistributedComponent", "Distribution", "Launcher", "Limits",
-    "PipelineJob", "Resources", "Spec", "SpecLoadError", "YamlDocument", "YamlError",
+    "PipelineJob", "Resources", "Spec", "SpecLoadError", "SweepJob", "YamlDocument", "YamlError",
     "detect_kind", "dump_yaml", "from_data", "load", "load_yaml", "loads", "parse_document", "read_document",
 ]
 

@@ -4,7 +4,7 @@
 environments, data, models, compute, endpoints, deployments, workspaces,
 connections, registries, schedules, datastores, feature stores, ...).
 :data:`VALIDATED` are the kinds amldist checks; :func:`detect_kind` returns one of
-them or None, so a kind amldist does not model (a sweep job, a batch deployment,
+them or None, so a kind amldist does not model (a spark job, a batch deployment,
 a promptflow ``flow.dag.yaml``) is reported as skipped, never checked as another.
 
 - ``$schema``: its last path segment, lower-cased, without ``.schema.json`` /
@@ -27,7 +27,8 @@ COMMAND_COMPONENT = "command_component"
 PIPELINE_JOB = "pipeline_job"
 PIPELINE_COMPONENT = "pipeline_component"
 DISTRIBUTED_COMPONENT = "distributed_component"
-VALIDATED = (COMMAND_JOB, COMMAND_COMPONENT, PIPELINE_JOB, PIPELINE_COMPONENT, DISTRIBUTED_COMPONENT)
+SWEEP_JOB = "sweep_job"
+VALIDATED = (COMMAND_JOB, COMMAND_COMPONENT, PIPELINE_JOB, PIPELINE_COMPONENT, DISTRIBUTED_COMPONENT, SWEEP_JOB)
 
 _VALIDATED_SCHEMAS = {  # $schema segment -> kind amldist validates
     "distributedcomponent": DISTRIBUTED_COMPONENT,
@@ -35,6 +36,7 @@ _VALIDATED_SCHEMAS = {  # $schema segment -> kind amldist validates
     "commandjob": COMMAND_JOB,
     "pipelinejob": PIPELINE_JOB,
     "pipelinecomponent": PIPELINE_COMPONENT,
+    "sweepjob": SWEEP_JOB,
 }
 # Job/component types azure-ai-ml knows besides command and pipeline (recognised, not validated).
 _OTHER_JOB_TYPES = ("sweep", "spark", "parallel", "automl", "import", "data_transfer", "finetuning",
@@ -57,8 +59,9 @@ _JOB_ONLY_KEYS = ("compute", "experiment_name", "limits", "services", "identity"
 
 
 # What every reader says of a document that is no kind amldist validates (the loader, validate, submit).
-NOT_A_SPEC = "not a spec amldist knows (a command job, command component, pipeline job or DistributedComponent)"
-NOT_A_SPEC_HINT = "set 'type:' (command, pipeline or DistributedComponent) or '$schema:'"
+NOT_A_SPEC = ("not a spec amldist knows (a command job, command component, pipeline job, sweep job or "
+              "DistributedComponent)")
+NOT_A_SPEC_HINT = "set 'type:' (command, pipeline, sweep or DistributedComponent) or '$schema:'"
 
 
 def is_legacy_type(value) -> bool:

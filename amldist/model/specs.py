@@ -1,8 +1,9 @@
-"""The spec model: plain dataclasses for the four documents amldist handles.
+"""The spec model: plain dataclasses for the documents amldist handles.
 
 - ``CommandJob`` and ``CommandComponent``: ML v2 ``type: command``;
 - ``PipelineJob``: ML v2 ``type: pipeline`` (its ``jobs`` stay plain mappings);
-- ``DistributedComponent``: the legacy spec with a ``launcher``.
+- ``DistributedComponent``: the legacy spec with a ``launcher``;
+- ``SweepJob``: ML v2 ``type: sweep`` (its ``trial`` and search space stay plain mappings).
 
 Every class keeps the keys it does not model in ``extra``, in their original
 order, so load -> dump -> load is the identity on any valid file. ``to_dict``
@@ -217,4 +218,31 @@ class DistributedComponent(Spec):
     extra: dict = field(default_factory=dict)
 
 
-SPEC_CLASSES = {cls.kind: cls for cls in (CommandJob, CommandComponent, PipelineJob, DistributedComponent)}
+@dataclass
+class SweepJob(Spec):
+    """A hyperparameter sweep (``type: sweep``): trials of one command (``trial``, kept as written: a
+    command job's command, code, environment, distribution and resources) over ``search_space``."""
+
+    kind: ClassVar[str] = "sweep_job"
+    schema: str | None = field(default=None, metadata=_SCHEMA)
+    type: str | None = None
+    name: str | None = None
+    display_name: str | None = None
+    experiment_name: str | None = None
+    description: str | None = None
+    tags: dict | None = None
+    properties: dict | None = None
+    compute: str | None = None
+    trial: dict | None = None
+    inputs: dict | None = None
+    outputs: dict | None = None
+    sampling_algorithm: Any = None  # random | grid | bayesian, or {type: ..., seed: ...}
+    search_space: dict | None = None
+    objective: dict | None = None
+    early_termination: dict | None = None
+    limits: dict | None = None  # max_total_trials, max_concurrent_trials, timeout, trial_timeout
+    resources: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+
+SPEC_CLASSES = {cls.kind: cls for cls in (CommandJob, CommandComponent, PipelineJob, DistributedComponent, SweepJob)}

@@ -48,7 +48,7 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
             process_count_per_instance: int | None = None, cwd: str | None = None) -> Prepared:
     """The job ``amldist submit`` would run for ``path`` and these options (see the module docstring)."""
     from amldist.model import from_data, read_document
-    from amldist.model.kinds import COMMAND_JOB, PIPELINE_JOB, detect_kind
+    from amldist.model.kinds import COMMAND_JOB, PIPELINE_JOB, SWEEP_JOB, detect_kind
     from amldist.validate import validate_data
 
     cwd = cwd or os.getcwd()
@@ -66,6 +66,15 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
 
         return prepare_pipeline(file, doc, text, sets=sets, inputs=inputs, cwd=cwd, instance_count=instance_count,
                                 process_count_per_instance=process_count_per_instance, check=check_findings)
+    if kind == SWEEP_JOB:  # trials of one command: amldist.submit.sweep
+        from amldist.submit.sweep import prepare_sweep
+
+        def counts(data: dict) -> None:  # the count options size each trial, as they size a command job
+            if isinstance(data.get("trial"), dict):
+                _apply_counts(data["trial"], instance_count, process_count_per_instance, file)
+
+        return prepare_sweep(file, doc, text, sets=sets, input_values=input_values, cwd=cwd, check=check_findings,
+                             apply_counts=counts)
     kept: list = []
     includes: tuple = ()
 

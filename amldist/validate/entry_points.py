@@ -18,7 +18,7 @@ import os
 
 from amldist.diagnostics import ERROR, NOTE, Diagnostic
 from amldist.model.kinds import (DISTRIBUTED_COMPONENT, NOT_A_SPEC, NOT_A_SPEC_HINT, PIPELINE_COMPONENT, PIPELINE_JOB,
-                                 detect_kind, recognise)
+                                 SWEEP_JOB, detect_kind, recognise)
 from amldist.validate import command_rules, rules, schema_check, templates
 from amldist.validate.context import Context
 from amldist.validate.documents import cached_document, parse
@@ -82,6 +82,12 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
 
 
 def _rules(ctx, kind: str, data: dict) -> None:
+    if kind == SWEEP_JOB:  # the trial is a command: amldist.validate.sweep applies the command's rules to it
+        from amldist.validate.sweep import check_sweep
+
+        check_sweep(ctx, data)
+        templates.check_placeholders(ctx, data)
+        return
     inputs, outputs = rules.ports(data, "inputs"), rules.ports(data, "outputs")
     if kind == DISTRIBUTED_COMPONENT:
         launcher = data.get("launcher")

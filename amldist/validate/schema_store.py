@@ -24,6 +24,7 @@ SCHEMA_FILES = {
     "pipeline_job": "PipelineJob.schema.json",
     "pipeline_component": "PipelineComponent.schema.json",
     "distributed_component": "DistributedComponent.schema.json",
+    "sweep_job": "SweepJob.schema.json",
 }
 UNKNOWN_KEYS = "x-amldist-unknown-keys"  # unlisted keys are warnings (azure-ai-ml drops or passes them)
 HINT = "x-amldist-hint"  # what to do, shown with an error of this subschema

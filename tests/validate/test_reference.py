@@ -53,10 +53,21 @@ def compare(kind: str, instance) -> None:
     assert len(run_time) == len(ours), (instance, run_time, [e.message for e in ours])
 
 
+def sweep_files() -> list:
+    """The real sweep jobs and the sample: seeds of the sweep job kind, beside the kinds/ fixture."""
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    real = root / "tests" / "fixtures" / "real_specs" / "azureml-examples" / "cli" / "jobs"
+    return [real / "basics" / "hello-sweep.yml", *sorted(real.glob("single-step/*/iris/job-sweep.yml")),
+            root / "samples" / "sweep" / "job.yml"]
+
+
 def corpus() -> list:
     docs = []
     for path in [*conformance_files("valid"), *conformance_files("invalid"), *fixture_files("valid"),
-                 *fixture_files("invalid"), *fixture_files("kinds")]:  # kinds/: the pipeline components
+                 *fixture_files("invalid"), *fixture_files("kinds"),  # kinds/: the pipeline components
+                 *sweep_files()]:
         try:
             data = load_yaml(path.read_text()).data
         except Exception:  # noqa: BLE001 - a deliberately broken fixture

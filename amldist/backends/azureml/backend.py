@@ -173,6 +173,16 @@ class AzureMLBackend(Backend):
         return AzurePipelineJobPlan(pipeline.plan_pipeline(prepared, options, environ=environ,
                                                            cwd=self.cwd or os.getcwd()))
 
+    def plan_sweep(self, prepared, options) -> AzurePlan:
+        """A sweep job: its trial's code (with the runtime) and size facts (backends/azureml/sweep)."""
+        from amldist.backends.azureml.sweep import plan_sweep
+
+        job, workspace, problem, snapshot, body = plan_sweep(
+            prepared, options, environ=os.environ if self.environ is None else self.environ,
+            cwd=self.cwd or os.getcwd())
+        return AzurePlan(job, prepared.base_dir, workspace, problem, snapshot, body, options.stream,
+                         list(snapshot.warnings))
+
     def plan_job(self, prepared: PreparedWork, options) -> AzurePlan:
         from amldist.azure_sdk.code_snapshot import plan_snapshot
         from amldist.azure_sdk.entities import job_name, rest_body
@@ -238,10 +248,12 @@ class AzureMLBackend(Backend):
             _warn(message)
         if plan.snapshot.name is not None:  # azure-ai-ml then draws the upload's progress bar
             print(preview.upload_line(plan.snapshot.name), file=sys.stderr)
+        from amldist.backends.azureml.sweep import with_code
+
         job = copy.deepcopy(plan.job)
         with materialized(plan.snapshot) as written:
             if written.path is not None:
-                job.code = written.path
+                job = with_code(job, written.path)
             entity = to_azure(job, base_dir=plan.base_dir, add_runtime=False)  # the snapshot above holds it
             client = self.client(workspace)
             return azure_call(lambda: client.jobs.create_or_update(entity), workspace)

@@ -1,7 +1,8 @@
 """The ``local`` backend: processes on this machine with Azure ML's launcher environment.
 
 - ``plan`` is pure: a job is planned by :mod:`amldist.backends.local.plan`, a pipeline by
-  :mod:`amldist.backends.local.pipeline_run` (each step as a job); both come back as a
+  :mod:`amldist.backends.local.pipeline_run` (each step as a job), a sweep by
+  :mod:`amldist.backends.local.sweep_run` (each trial as a job); each comes back as a
   :class:`~amldist.backends.base.Plan` that describes itself (what ``--dry-run --local`` prints);
 - ``run`` creates the run folder and runs exactly the planned processes
   (:func:`amldist.backends.local.supervisor.launch`, or the pipeline's step runner), then returns
@@ -91,6 +92,29 @@ class LocalPipelinePlan(Plan):
         return mask_tree({"backend": self.backend, "kind": self.kind, **dataclasses.asdict(self.pipeline)})
 
 
+@dataclass(frozen=True)
+class LocalSweepPlan(Plan):
+    backend = "local"
+    kind = "sweep"
+    sweep: object  # amldist.backends.local.sweep_run.SweepPlan
+
+    @property
+    def name(self) -> str:
+        return self.sweep.name
+
+    @property
+    def run_dir(self) -> str:
+        return self.sweep.run_dir
+
+    def describe(self) -> str:
+        from amldist.backends.local import sweep_run
+
+        return sweep_run.describe_sweep(self.sweep)
+
+    def to_json(self) -> dict:
+        return mask_tree({"backend": self.backend, "kind": self.kind, **dataclasses.asdict(self.sweep)})
+
+
 class LocalBackend(Backend):
     """Processes on this machine (see the module docstring); ``run_root`` is where the job verbs look."""
 
@@ -120,6 +144,11 @@ class LocalBackend(Backend):
     def plan_job(self, prepared: PreparedWork, options) -> LocalJobPlan:
         return LocalJobPlan(plan(prepared, options))
 
+    def plan_sweep(self, prepared, options) -> LocalSweepPlan:
+        from amldist.backends.local import sweep_run
+
+        return LocalSweepPlan(sweep_run.plan_sweep(prepared, options))
+
     def plan_pipeline(self, prepared, options) -> LocalPipelinePlan:
         from amldist.backends.local import pipeline_run
 
@@ -129,6 +158,11 @@ class LocalBackend(Backend):
         from amldist.backends.local.supervisor import launch
 
         return self._ended(p, launch(p.local))
+
+    def run_sweep(self, p: LocalSweepPlan) -> JobRecord:
+        from amldist.backends.local import sweep_run
+
+        return self._ended(p, sweep_run.run_sweep(p.sweep))
 
     def run_pipeline(self, p: LocalPipelinePlan) -> JobRecord:
         from amldist.backends.local import pipeline_run
@@ -141,7 +175,8 @@ class LocalBackend(Backend):
             return record
         # stopped before the run folder held a status.json (a signal while the folder was made)
         stopped = code >= 128
-        return JobRecord(name=p.name, backend="local", kind=p.kind, status=CANCELED if stopped else FAILED,
+        return JobRecord(name=p.name, backend="local", kind="pipeline" if p.kind == "sweep" else p.kind,
+                         status=CANCELED if stopped else FAILED,
                          stopped_by=signal_name(code - 128) if stopped else None, details={"run_dir": p.run_dir})
 
     # --- the job verbs ----------------------------------------------------------------------

@@ -120,6 +120,10 @@ def show_text(run: JobRecord) -> str:
         lines.append(f"output {output.name}: {rel(output.path) if output.path else '-'}")
     if run.details.get("run_dir"):
         lines.append(f"run folder: {rel(run.details['run_dir'])}")
+    if run.details.get("sweep"):  # a sweep's trials: parameters, metric, status, the best one marked
+        from amldist.backends.local.sweep_run import table
+
+        lines += ["trials:", table({"sweep": run.details["sweep"]})]
     return "\n".join(lines)
 
 

@@ -117,6 +117,9 @@ def _step_main(p: LocalPlan, parent: int) -> None:
     os._exit(code)
 
 
+step_main = _step_main  # the name a sweep's trials run under (amldist.backends.local.sweep_run)
+
+
 class _Runner:
     """The scheduler of :func:`run_pipeline`: which step starts when, and what each one ended as."""
 

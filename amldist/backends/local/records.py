@@ -190,6 +190,27 @@ class _Reader(TypedFields):
                                   self.get(entry, "type", _TEXT, f"outputs.{name}."))
                      for name, entry in entries)
 
+    def sweep(self) -> dict | None:
+        """A sweep's ``sweep`` block (amldist.backends.local.sweep_run): each trial's name, parameters (plain
+        values), metric and status, and the best trial; None for any other run."""
+        block = self.get(self.state, "sweep", (dict,), "")
+        if block is None:
+            return None
+        trials = []
+        for i, entry in enumerate(self.get(block, "trials", (list,), "sweep.") or []):
+            where = f"sweep.trials[{i}]."
+            if not isinstance(entry, dict):
+                raise StateError(self.run_dir, f"has {where[:-1]} that is not an object")
+            parameters = self.get(entry, "parameters", (dict,), where) or {}
+            if not all(isinstance(v, (str, int, float)) for v in parameters.values()):
+                raise StateError(self.run_dir, f"has {where}parameters that are not plain values")
+            trials.append({"name": self.get(entry, "name", _TEXT, where, required=True), "parameters": parameters,
+                           "metric": self.get(entry, "metric", _NUM, where), "status": self.status(entry, where)})
+        return {"primary_metric": self.get(block, "primary_metric", _TEXT, "sweep."),
+                "goal": self.get(block, "goal", _TEXT, "sweep."), "best": self.get(block, "best", _TEXT, "sweep."),
+                "algorithm": self.get(block, "algorithm", _TEXT, "sweep."),
+                "seed": self.get(block, "seed", _INT, "sweep."), "trials": trials}
+
     def record(self) -> JobRecord:
         s = self.state
         kind = "pipeline" if s.get("kind") == "pipeline" else "job"  # older files put the distribution there
@@ -203,6 +224,9 @@ class _Reader(TypedFields):
             details["nodes"] = nodes_of(ranks)
             details["faults"] = tuple(self.fault(e, f"faults[{i}].") for i, e in enumerate(self.items(s, "faults", list)))
             details["attempt"] = self.attempt()
+        sweep = self.sweep()
+        if sweep is not None:
+            details["sweep"] = sweep
         record = JobRecord(
             name=self.get(s, "name", _TEXT, "", required=True), backend="local", kind=kind,
             status=self.status(s, ""), start_time=self.get(s, "start_time", _TEXT, ""),
