@@ -13,7 +13,7 @@ import sys
 
 from amldist import __version__
 from amldist.cli import closed_output, global_options
-from amldist.cli.arguments import NAMES
+from amldist.cli.arguments import NAMES, stray_words
 from amldist.errors import UserError
 
 
@@ -38,7 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     argv, flags = global_options.take(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            stray = stray_words(argv, extras)
+            if stray is None:
+                parser.error(f"unrecognized arguments: {' '.join(extras)}")
+            from amldist.diagnostics import escape_text  # the input's name is the user's text
+
+            print(f"error: {escape_text(stray[0])}\nhint: {escape_text(stray[1])}", file=sys.stderr)
+            return 2
     except SystemExit as exc:  # argparse: --help, --version, usage errors (2)
         return closed_output.flushed(int(exc.code or 0))
     global_options.apply(flags, getattr(args, "command", None))

@@ -35,6 +35,9 @@ from amldist.model.kinds import binds_path, type_word
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
 
 
+EXAMPLES = {"--set": "resources.instance_count=2", "--input": "epochs=2"}
+
+
 def split_assignment(text: str, option: str) -> tuple[str, str]:
     """``"a.b=c"`` -> ``("a.b", "c")``; one clear error without ``=``."""
     name, sep, value = text.partition("=")
@@ -42,7 +45,7 @@ def split_assignment(text: str, option: str) -> tuple[str, str]:
         # Only the path-like start is echoed: the rest may be a secret typed with ':' or ' ' for '='.
         shown = re.match(r"""[\w.\[\]"'-]*""", text).group()
         shown = repr(shown) + (" (the rest not shown)" if shown != text else "") if shown else "(an empty name)"
-        raise UserError(f"{option} {shown} is not NAME=VALUE", hint=f"write e.g. {option} resources.instance_count=2")
+        raise UserError(f"{option} {shown} is not NAME=VALUE", hint=f"write e.g. {option} {EXAMPLES.get(option, 'NAME=VALUE')}")
     return name.strip(), value
 
 
