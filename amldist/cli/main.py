@@ -21,8 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="amldist",
         description="Distributed training jobs for Azure Machine Learning: validate specs, convert legacy ones, "
-        "submit jobs and pipelines (on this machine with --local, to a Slurm cluster with --slurm, or to an Azure "
-        "ML workspace), then see, follow, cancel and download them (amldist job ...). Options follow az ml: -f/--file, -n/--name, -w/--workspace-name, "
+        "submit jobs and pipelines (on this machine with --local, to a Slurm cluster with --slurm, or to an "
+        "Azure ML workspace), then see, follow, cancel and download them (amldist job ...). Options follow az "
+        "ml: -f/--file, -n/--name, -w/--workspace-name, "
         "-g/--resource-group.",
         epilog=global_options.EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )

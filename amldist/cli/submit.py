@@ -32,7 +32,8 @@ def register(subparsers) -> None:
         "as a job), apply overrides, then run it on this machine with Azure ML's launcher environment (--local, "
         "or 'compute: local'), on a Slurm cluster (--slurm), or submit it to an Azure ML workspace.",
     )
-    parser.add_argument("file", nargs="?", metavar="FILE", help="command job, pipeline job, command component or DistributedComponent YAML")
+    parser.add_argument("file", nargs="?", metavar="FILE",
+                        help="command job, pipeline job, command component or DistributedComponent YAML")
     parser.add_argument("-f", "--file", dest="file_option", metavar="FILE", help="the same, as az ml job create -f")
     parser.add_argument("--local", action="store_true", help="run on this machine, emulating Azure ML's launchers")
     parser.add_argument("--dry-run", action="store_true",

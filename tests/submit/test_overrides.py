@@ -79,3 +79,18 @@ def test_command_line_paths_are_relative_to_the_current_directory_and_uris_kept(
     assert cli_path("data/x", str(tmp_path)) == os.path.join(str(tmp_path), "data", "x")
     for uri in ("azureml:cifar:1", "https://host/x", "azureml://datastores/d/paths/p", "abfss://c@a/p"):
         assert cli_path(uri, str(tmp_path)) == uri
+
+
+def test_a_set_typo_is_blamed_on_the_set_not_on_a_line_of_the_file(tmp_path):
+    """The file never held the key: its finding names the --set (path only, the value may be a secret)."""
+    from amldist.submit.prepare import SpecInvalid, prepare
+
+    from tests.conftest import ROOT
+
+    with pytest.raises(SpecInvalid) as caught:
+        prepare(str(ROOT / "samples" / "pytorch_ddp" / "job.yml"),
+                sets=["resources.instanc_count=1", "distribution.process_count_per_instance=0"])
+    found = {d.code: d for d in caught.value.diagnostics}
+    assert found["unknown-key"].message.startswith("--set resources.instanc_count: unknown key 'instanc_count'")
+    assert found["out-of-range"].message.startswith("--set distribution.process_count_per_instance: ")
+    assert {(d.line, d.col) for d in found.values()} == {(0, 0)}
