@@ -74,6 +74,7 @@ def test_pipeline_sample_builds_offline_and_plans_every_step(tmp_path):
                             capture_output=True, text=True, timeout=180, cwd=tmp_path, check=False)
     assert result.returncode == 0, result.stderr
     assert "3 step(s)" in result.stdout and result.stdout.count("== step ") == 3
+    assert "order: prep -> train -> evaluate" in result.stdout  # the step names of pipeline.yml, not data/trained
     assert "4 process(es)" in result.stdout  # the builder's 2 nodes x 2 processes training step
     assert not (tmp_path / ".amldist").exists()  # a dry run starts and writes nothing
 
