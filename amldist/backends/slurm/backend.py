@@ -51,9 +51,9 @@ class SlurmBackend(Backend):
             meta = submit_job(p)
             print(f"job {p.job_name}: Slurm job {meta['job_id']}, run folder {os.path.relpath(p.run_dir)}",
                   file=sys.stderr)
-        if p.stream:
-            return self.logs(p.name, follow=True)
-        return self.record(p.run_dir)
+        record = self.logs(p.name, follow=True) if p.stream else self.record(p.run_dir)
+        print(end_line(record, streamed=p.stream), file=sys.stderr)  # a run ends with its status, as --local does
+        return record
 
     def record(self, run_dir: str) -> JobRecord:
         """A job's or a pipeline's record, from its run folder and Slurm."""
@@ -136,6 +136,16 @@ class SlurmBackend(Backend):
             if (all_outputs or output.name == output_name) and output.path and os.path.exists(output.path):
                 written.append(copy_output(output.path, os.path.join(destination, "named-outputs", output.name)))
         return written
+
+
+def end_line(record: JobRecord, *, streamed: bool = False) -> str:
+    """The last line of ``submit --slurm``: the status (and duration) once ended, else where to follow it;
+    the error too, unless following the logs already printed it."""
+    what = f"{record.kind} {record.name}: {record.status}"
+    if not record.ended:
+        return f"{what} (amldist job logs {record.name} --follow follows it; amldist job show {record.name})"
+    took = f" in {record.duration_seconds:.1f}s" if record.duration_seconds is not None else ""
+    return what + took + (f": {record.error}" if record.error and not streamed else "")
 
 
 def copy_output(source: str, target: str) -> str:

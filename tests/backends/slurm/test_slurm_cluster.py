@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import textwrap
 import time
@@ -46,6 +47,7 @@ def queue_empty(timeout: float = 30) -> bool:
 def test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed(on_cluster, cli, tmp_path):
     code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm", "-n", "ddp")
     assert code == 0, err
+    assert re.search(r"^job ddp: \w+ \(amldist job logs ddp --follow follows it", err, re.M), err  # its status
     record = wait_ended("ddp")
     code, out, _err = cli("job", "show", "ddp")
     assert code == 0 and "status: Completed" in out, (out, record)
@@ -186,6 +188,7 @@ def test_the_three_step_pipeline_runs_with_dependencies_and_streams_to_the_end(o
     code, out, err = cli("submit", str(SAMPLES / "pipeline" / "pipeline.yml"), "--slurm", "-n", "pipe", "--stream")
     assert code == 0, err
     assert "[evaluate] evaluate: y = " in out and "[train rank 3] rank 3/4" in out  # followed to the end
+    assert re.search(r"^pipeline pipe: Completed in \d", err, re.M), err  # and ends with its status
     record = get_backend("slurm").show("pipe")
     assert record.status == "Completed" and [s.status for s in record.steps] == ["Completed"] * 3
     run = tmp_path / ".amldist" / "slurm" / "pipe"
