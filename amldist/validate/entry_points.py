@@ -18,7 +18,7 @@ import os
 
 from amldist.diagnostics import ERROR, NOTE, Diagnostic
 from amldist.model.kinds import (DISTRIBUTED_COMPONENT, NOT_A_SPEC, NOT_A_SPEC_HINT, PIPELINE_COMPONENT, PIPELINE_JOB,
-                                 detect_kind, recognise)
+                                 companion_file, detect_kind, recognise)
 from amldist.validate import command_rules, rules, schema_check, templates
 from amldist.validate.context import Context
 from amldist.validate.documents import cached_document, parse
@@ -46,6 +46,8 @@ def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, b
     other = recognise(doc.data) if kind is None else None
     if other is not None:  # an Azure ML kind amldist does not check: a note, never another kind's errors
         return _diag(file, NOTE, "skipped-kind", f"a {other} file: amldist does not validate this kind; skipped")
+    if kind is None and not explicit and companion_file(doc.data) is not None:
+        return []  # a conda environment or pre-commit file found in a folder: a spec's companion, said nothing of
     if kind is None:
         return _diag(file, skipped, "not-a-spec", NOT_A_SPEC + ("; skipped" if not explicit else ""),
                      NOT_A_SPEC_HINT if explicit else None)
