@@ -60,6 +60,9 @@ class YamlDocument:
     data: Any
     values: dict = field(default_factory=dict)  # path -> (line, col) of the value
     keys: dict = field(default_factory=dict)  # path -> (line, col) of the key naming it
+    # a key written twice with the same value (azure-ai-ml's loader keeps one, nothing is lost): (path, (line, col)
+    # of the second, line of the first), a warning for the validator; with another value it is an error
+    repeated: list = field(default_factory=list)
 
     def where(self, path) -> tuple[int, int]:
         """Best position for a path: its key, else its value, else the nearest ancestor's."""
@@ -81,7 +84,7 @@ def _at(mark) -> tuple[int, int]:
 class _Frame:
     """An open mapping or sequence while its events arrive."""
 
-    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged")
+    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged", "again")
 
     def __init__(self, value, path: Path, mark, anchor):
         self.value = value  # the dict or list being filled
@@ -93,6 +96,7 @@ class _Frame:
         self.key_mark = None
         self.merging = False  # the waiting key is '<<'
         self.merged: list = []  # mappings merged in with '<<', applied when the mapping ends
+        self.again = False  # the waiting key is already in the mapping (its value decides: see place)
 
 
 _NO_KEY = object()
@@ -215,9 +219,7 @@ class _Builder:
             if value is _MERGE_KEY:
                 top.merging = True
             elif value in top.value:
-                first = self.doc.keys.get(top.path + (value,), (0, 0))
-                raise YamlError("duplicate-key", f"duplicate key {value!r} (first at line {first[0]})", *_at(mark),
-                                hint="YAML keeps only one of them; remove or rename the other")
+                top.key, top.key_mark, top.again = value, mark, True
             elif len(top.value) >= MAX_KEYS:
                 raise YamlError("yaml-too-many-keys", f"a mapping with more than {MAX_KEYS} keys",
                                 *_at(top.mark), hint="split the file; no Azure ML spec needs that many keys")
@@ -228,6 +230,8 @@ class _Builder:
                 raise YamlError("yaml-syntax", "'<<' merge needs a mapping or a list of mappings", *_at(mark))
             top.merged.extend(sources)
             top.merging, top.key = False, _NO_KEY
+        elif top.again:
+            self._repeated(top, value)
         else:
             path = top.path + (top.key,)
             self.doc.keys[path] = _at(top.key_mark)
@@ -236,6 +240,17 @@ class _Builder:
             top.value[top.key] = value
             top.key = _NO_KEY
         return root
+
+    def _repeated(self, top, value) -> None:
+        """A key's second value: the same one is kept once and noted (``az ml`` sends such a spec); another one
+        is an error, since YAML would keep only one of the two."""
+        path = top.path + (top.key,)
+        first = self.doc.keys.get(path, (0, 0))
+        if top.value[top.key] != value or type(top.value[top.key]) is not type(value):
+            raise YamlError("duplicate-key", f"duplicate key {top.key!r} (first at line {first[0]})",
+                            *_at(top.key_mark), hint="YAML keeps only one of them; remove or rename the other")
+        self.doc.repeated.append((path, _at(top.key_mark), first[0]))
+        top.key, top.again = _NO_KEY, False
 
     def scalar(self, event):
         value = event.value
