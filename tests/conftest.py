@@ -18,6 +18,9 @@ CORPUS_MISSING = (f"the conformance corpus (real Azure ML specs kept beside the 
 def pytest_addoption(parser):
     parser.addoption("--attack-long", action="store_true",
                      help="tests/attack: the long fuzz tier (10,000+ cases; also AMLDIST_ATTACK_LONG=1)")
+    parser.addoption("--long", action="store_true",
+                     help="also run the long tier: end-to-end cases that repeat a behaviour the default run already "
+                     "covers once (tests marked long; bigger property-test budgets); also AMLDIST_LONG=1")
     parser.addoption("--bench", action="store_true",
                      help="also run the benchmark scripts end to end (tests marked bench; also -m bench or "
                      "AMLDIST_BENCH=1); the default run checks only the benchmarks' own workloads")
@@ -26,18 +29,41 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "bench: runs a benchmark script end to end (slow, timing only); skipped "
                             "unless --bench, -m bench or AMLDIST_BENCH=1")
+    config.addinivalue_line("markers", "long(covered_by): the long tier, skipped unless --long (or -m long, "
+                            "AMLDIST_LONG=1); covered_by names the default-tier test of the same behaviour")
+    if config.getoption("--long") or "long" in (config.option.markexpr or ""):
+        os.environ["AMLDIST_LONG"] = "1"  # before the test modules are imported: long_tier() sizes their budgets
+
+
+def long_tier() -> bool:
+    """Whether this run includes the long tier (--long, -m long or AMLDIST_LONG=1): tests size their budgets
+    (hypothesis examples, rounds) with it, so the default run keeps one representative of each behaviour."""
+    return bool(os.environ.get("AMLDIST_LONG"))
 
 
 def pytest_collection_modifyitems(config, items):
     """The default run skips the benchmarks: they time things, and their own correctness checks
     (the workload each one measures is valid and the same on both sides) run unmarked."""
     _name_the_missing_corpus(items)
+    _skip_the_long_tier(items)
     if config.getoption("--bench") or os.environ.get("AMLDIST_BENCH") or "bench" in (config.option.markexpr or ""):
         return
     skip = pytest.mark.skip(reason="a benchmark: run with --bench (or -m bench)")
     for item in items:
         if item.get_closest_marker("bench") is not None:
             item.add_marker(skip)
+
+
+def _skip_the_long_tier(items) -> None:
+    """The default run skips tests marked long, naming the default-tier test that covers the same behaviour."""
+    if long_tier():
+        return
+    for item in items:
+        marker = item.get_closest_marker("long")
+        if marker is not None:
+            covered = marker.kwargs.get("covered_by") or (marker.args[0] if marker.args else "")
+            item.add_marker(pytest.mark.skip(reason="the long tier: run with --long (or AMLDIST_LONG=1)"
+                                             + (f"; the default run covers this with {covered}" if covered else "")))
 
 
 def _name_the_missing_corpus(items) -> None:

@@ -248,6 +248,8 @@ def test_a_node_that_fails_fails_the_job_in_one_line(on_cluster, cli, tmp_path):
     assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []
 
 
+@pytest.mark.long(covered_by="test_slurm_plan.py::test_tensorflow_asks_for_one_task_per_worker_and_parameter_server "
+                  "and, on this cluster, test_a_held_out_jobs_ranks_see_the_same_variables_as_locally")
 def test_tensorflow_tasks_get_the_tf_config_they_get_locally(on_cluster, cli, tmp_path):
     (tmp_path / "job.yml").write_text(textwrap.dedent("""\
         $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
@@ -274,6 +276,8 @@ def test_tensorflow_tasks_get_the_tf_config_they_get_locally(on_cluster, cli, tm
                                             {"type": "ps", "index": 0}]
 
 
+@pytest.mark.long(covered_by="test_job_cancel_stops_every_task and "
+                  "test_a_failing_step_stops_the_steps_that_read_from_it")
 def test_job_cancel_stops_a_pipeline_and_the_steps_waiting_for_it(on_cluster, cli, tmp_path):
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
