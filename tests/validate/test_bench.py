@@ -39,6 +39,7 @@ def test_bench_validate_generates_specs_of_the_kinds_it_names(tmp_path):
     assert found == planted
 
 
+@pytest.mark.bench  # a fresh azure-ai-ml process; the CLI's own quiet is tests/cli/test_cli_habits.py's
 def test_bench_builders_azure_side_prints_no_experimental_notice():
     """In a fresh process (in this one azure-ai-ml's schemas may be built already, and would say nothing)."""
     pytest.importorskip("azure.ai.ml")
