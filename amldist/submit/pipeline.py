@@ -306,12 +306,12 @@ def _node(step, values: dict) -> Node:
     if step.source == graph.REGISTERED:
         item.local_problem = (f"component {step.reference!r} is registered in a workspace; point component: "
                               "at a local copy of its YAML")
-    elif "condition" in step.node:  # Azure ML evaluates it when the step is due; the local runner does not
-        item.local_problem = (f"a step with condition: {_AZURE_ONLY}; submit without --local, or run it "
-                              f"unconditionally here: --set jobs.{step.name}.condition=null")
     elif step.type != "command":
         item.local_problem = (f"{_article(step.type)} {step.type} step {_AZURE_ONLY}; submit without --local, "
                               "or make it a command step")
+    elif "condition" in step.node:  # Azure ML evaluates it when the step is due; the local runner does not
+        item.local_problem = (f"a step with condition: {_AZURE_ONLY}; submit without --local, or run it "
+                              f"unconditionally here: --set jobs.{step.name}.condition=null")
     elif step.source == graph.LOCAL_FILE and data is None:
         raise UserError(f"{step.file}: jobs.{step.name}.component: {step.component.problem}")
     elif data is not None and graph.step_component_kind(data) not in _RUNNABLE:

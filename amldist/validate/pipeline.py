@@ -183,7 +183,8 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
         if isinstance(node.get("component"), dict):
             command_rules.check_command(ctx, path + ("component", "command"), component.get("command"), comp_inputs,
                                 comp_outputs)
-    if "condition" in node and "component" not in node:  # azure-ai-ml reads an inline step without condition:
+    if "condition" in node and "component" not in node and type_word(node.get("type")) in (None, "command"):
+        # azure-ai-ml reads an inline command step without condition: (an if_else step's is its own)
         ctx.emit(path + ("condition",), ERROR, "inline-condition", f"jobs.{name}.condition: azure-ai-ml refuses a "
                  "condition on an inline command step", "move the command into a component (component: ./x.yml)")
     if "command" in node:
