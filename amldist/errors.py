@@ -21,3 +21,8 @@ class UserError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def report(self) -> str:
+        """``error: MESSAGE``, then ``hint: HINT`` on a line of its own when there is one: what a script
+        that catches the error should print (``str(exc)`` is the message alone, the hint is what to do)."""
+        return f"error: {self.message}" + (f"\nhint: {self.hint}" if self.hint else "")

@@ -42,8 +42,13 @@ def amldist_job():
 
 
 def azure_job():
+    from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
+
+    quiet_azure_ai_ml()  # its "experimental class" notices would flood the bench's output, as amldist's CLI hides them
     from azure.ai.ml import command
     from azure.ai.ml.entities import JobResourceConfiguration
+
+    quiet_azure_ai_ml()  # again: its import set its own logger's level
 
     job = command(
         command="python train.py --epochs ${{inputs.epochs}}", environment="azureml:acpt@latest",

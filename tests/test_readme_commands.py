@@ -23,7 +23,7 @@ PLACEHOLDER = re.compile(r"\[[^\]]*\]|(?<![\w.$/-])[A-Z][A-Z_]*(?![\w.=/:-])")
 
 
 def is_install(command: str) -> bool:
-    return command.startswith("pip ")
+    return command.startswith(("pip ", "python3 -m venv"))
 
 
 def is_test_suite(command: str) -> bool:
@@ -108,3 +108,19 @@ def test_a_readme_command_runs_as_written(repo_copy, command):
                           text=True, timeout=300)
     assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr
+
+
+def test_the_quick_start_is_one_block_per_machine_each_complete():
+    """Pasted whole, each block installs torch once (the CPU or the GPU build, never both), NumPy (else torch warns
+    at the top of every rank's log), amldist, and runs the sample."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick_start = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", quick_start, flags=re.S)
+    torch_lines = []
+    for block in blocks[:2]:
+        commands = [re.split(r"\s+#\s", line, maxsplit=1)[0].strip() for line in block.splitlines()]
+        torch_lines.append([c for c in commands if c.startswith("pip install torch")])
+        assert len(torch_lines[-1]) == 1, block
+        assert any(c.startswith("pip install") and "numpy" in c.split() for c in commands), block
+        assert "amldist submit samples/pytorch_ddp/job.yml --local" in commands, block
+    assert "download.pytorch.org/whl/cpu" in torch_lines[0][0] and torch_lines[1] == ["pip install torch"]

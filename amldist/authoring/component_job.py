@@ -7,7 +7,6 @@ Legacy specs go through ``amldist.authoring.convert.convert_legacy`` first.
 from __future__ import annotations
 
 import os
-import re
 
 from amldist.rules import placeholders
 from amldist.authoring.arguments import count
@@ -16,6 +15,7 @@ from amldist.errors import UserError
 from amldist.rules import counts, paths, process_counts
 from amldist.rules.booleans import is_optional
 from amldist.rules.suggestions import did_you_mean
+from amldist.rules.literal_inputs import literal_value as _literal
 from amldist.rules.secrets import shown
 from amldist.model.kinds import binds_path, type_word
 from amldist.model import CommandComponent, CommandJob, DistributedComponent, Distribution, Limits, Resources, load
@@ -44,49 +44,6 @@ def _local(path, base_dir):
     if not paths.is_local(path):
         return path
     return paths.local_path(path, base_dir)
-
-
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # ASCII: '٣' is no digit to Azure ML
-
-
-def _literal(name: str, port: dict, value):
-    """A literal input value, coerced from text (the CLI passes strings) and range-checked."""
-    kind = port.get("type")
-    text = str(value).strip()
-    if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d{1,300}", text, re.ASCII):
-        value = int(text)  # 300 digits: Python refuses to read 4,301 (a crash), no count needs 300
-    elif kind == "number" and not isinstance(value, bool) and _NUMBER.fullmatch(text):
-        value = float(text) if not isinstance(value, int) else value
-    elif kind == "boolean" and text.lower() in ("true", "false"):
-        value = text.lower() == "true"
-    elif kind == "string" and isinstance(value, bool):
-        value = str(value)  # `default: True` beside enum ['True', 'False']: azure-ai-ml reads the string 'True'
-    elif kind == "string" and isinstance(value, (str, int, float)):
-        value = str(value)
-    else:
-        article = "an" if str(kind)[:1] in "aeiou" else "a"
-        raise UserError(f"input {name!r} expects {article} {kind}, got {shown(name, value)}")
-    if port.get("enum") and str(value) not in port["enum"]:
-        raise UserError(f"input {name!r} must be one of {', '.join(map(str, port['enum']))}, got {shown(name, value)}")
-    if kind in ("integer", "number"):
-        low, high = _bound(port.get("min")), _bound(port.get("max"))
-        if (low is not None and value < low) or (high is not None and value > high):
-            raise UserError(f"input {name!r} must lie in [{low}, {high}], got {shown(name, value)}")
-    return value
-
-
-def _bound(value):
-    """A ``min``/``max`` as a number: numeric text (``"1"``) read as one; anything else (``"true"``)
-    bounds nothing here (``validate`` reports it)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return value
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        return None
-    return number if number == number and abs(number) != float("inf") else None
 
 
 def _job_inputs(component: CommandComponent, given: dict) -> dict:

@@ -16,3 +16,24 @@ def count_option(field: str):
     from amldist.rules.counts import count_option as rule
 
     return rule(field)
+
+
+ASSIGNMENTS = ("--input", "--set")
+
+
+def stray_words(argv: list[str], extras: list[str]) -> tuple[str, str] | None:
+    """The error and hint for words argparse did not place, when they follow an ``--input``/``--set`` pair: the
+    shell split an unquoted value (``--input msg=hello world``). None for any other stray word, which gets
+    argparse's usage. The stray words are not echoed: they may be the rest of a secret."""
+    if not extras or extras[0] not in argv:
+        return None
+    at = argv.index(extras[0])
+    before = argv[at - 2:at]
+    option = next((o for o in ASSIGNMENTS if before[-1:] and before[-1].startswith(o + "=")), None)
+    if option is None and len(before) == 2 and before[0] in ASSIGNMENTS:
+        option = before[0]
+    if option is None:
+        return None
+    name = (before[-1].removeprefix(option + "=")).partition("=")[0]
+    return (f"{option} {name}=... is followed by {len(extras)} word(s) that are no option (not shown): the shell "
+            "split its value at a space", f"quote the whole pair, e.g. {option} '{name}=two words'")

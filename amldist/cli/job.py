@@ -159,8 +159,9 @@ def _list(backend, args, name) -> int:
         columns = (("name", "kind", "status", "start_time", "duration") if backend.name != "azureml"
                    else ("name", "status", "display_name", "created"))
         print(_table(rows, columns))
-    elif backend.name == "local":
-        print(f"note: no local runs in {os.path.relpath(backend.run_root)}", file=sys.stderr)
+    elif getattr(backend, "run_root", None):  # local and Slurm runs have a folder; say which one was empty
+        label = {"slurm": "Slurm"}.get(backend.name, backend.name)
+        print(f"note: no {label} runs in {os.path.relpath(backend.run_root)}", file=sys.stderr)
     return 0
 
 

@@ -13,7 +13,7 @@ import sys
 
 from amldist import __version__
 from amldist.cli import closed_output, global_options
-from amldist.cli.arguments import BACKEND_COMMANDS, NAMES
+from amldist.cli.arguments import BACKEND_COMMANDS, NAMES, stray_words
 from amldist.errors import UserError
 
 
@@ -23,8 +23,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="amldist",
         description="Distributed training jobs for Azure Machine Learning: validate specs, convert legacy ones, "
-        "submit jobs (on this machine with --local, or to a workspace), then see, follow, cancel and download "
-        "them (amldist job ...). Options follow az ml: -f/--file, -n/--name, -w/--workspace-name, "
+        "submit jobs and pipelines (on this machine with --local, to a Slurm cluster with --slurm, or to an "
+        "Azure ML workspace), then see, follow, cancel and download them (amldist job ...). Options follow az "
+        "ml: -f/--file, -n/--name, -w/--workspace-name, "
         "-g/--resource-group.",
         epilog=global_options.EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -46,7 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     argv, flags = global_options.take(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(argv)
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            stray = stray_words(argv, extras)
+            if stray is None:
+                parser.error(f"unrecognized arguments: {' '.join(extras)}")
+            from amldist.diagnostics import escape_text  # the input's name is the user's text
+
+            print(f"error: {escape_text(stray[0])}\nhint: {escape_text(stray[1])}", file=sys.stderr)
+            return 2
     except SystemExit as exc:  # argparse: --help, --version, usage errors (2)
         return closed_output.flushed(int(exc.code or 0))
     global_options.apply(flags, getattr(args, "command", None))

@@ -32,12 +32,13 @@ def register(subparsers, *, backends: bool = True) -> None:
     imported, for a command line that is not ``submit``)."""
     parser = subparsers.add_parser(
         "submit",
-        help="run a command job locally (--local) or submit it to Azure ML",
-        description="Validate a command job (or a component / legacy DistributedComponent, run as a job), "
-        "apply overrides, then run it on this machine with Azure ML's launcher environment (--local, or "
-        "'compute: local') or submit it to an Azure ML workspace.",
+        help="run a job or pipeline locally (--local), on Slurm (--slurm) or on Azure ML",
+        description="Validate a command job or pipeline job (or a component / legacy DistributedComponent, run "
+        "as a job), apply overrides, then run it on this machine with Azure ML's launcher environment (--local, "
+        "or 'compute: local'), on a Slurm cluster (--slurm), or submit it to an Azure ML workspace.",
     )
-    parser.add_argument("file", nargs="?", metavar="FILE", help="command job, command component or DistributedComponent YAML")
+    parser.add_argument("file", nargs="?", metavar="FILE",
+                        help="command job, pipeline job, command component or DistributedComponent YAML")
     parser.add_argument("-f", "--file", dest="file_option", metavar="FILE", help="the same, as az ml job create -f")
     parser.add_argument("--dry-run", action="store_true",
                         help="print what would be run or sent (secrets masked); start and send nothing")

@@ -142,6 +142,25 @@ def _by_keys(data: dict) -> str | None:
     return None
 
 
+_CONDA_KEYS = {"name", "channels", "dependencies", "prefix", "variables"}
+_PRE_COMMIT_CONFIG_KEYS = {"repos", "default_install_hook_types", "default_language_version", "default_stages",
+                           "files", "exclude", "fail_fast", "minimum_pre_commit_version", "ci"}
+
+
+def companion_file(data) -> str | None:
+    """What a YAML file that lives beside specs is, when it is one of the companions a project of specs holds
+    (a conda environment a job's ``conda_file`` names, pre-commit's files): ``amldist validate DIR`` passes
+    over them without a note. None for anything else (a compose file, a workflow: still a ``not-a-spec`` note)."""
+    if isinstance(data, dict) and "dependencies" in data and data.keys() <= _CONDA_KEYS \
+            and isinstance(data["dependencies"], list):
+        return "conda environment"
+    if isinstance(data, dict) and isinstance(data.get("repos"), list) and data.keys() <= _PRE_COMMIT_CONFIG_KEYS:
+        return "pre-commit configuration"
+    if isinstance(data, list) and data and all(isinstance(h, dict) and {"id", "entry"} <= h.keys() for h in data):
+        return "pre-commit hooks"
+    return None
+
+
 def detect_kind(data) -> str | None:
     """The kind of a loaded document when amldist validates it, else None (see :func:`recognise`)."""
     kind = recognise(data)

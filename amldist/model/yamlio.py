@@ -60,6 +60,9 @@ class YamlDocument:
     data: Any
     values: dict = field(default_factory=dict)  # path -> (line, col) of the value
     keys: dict = field(default_factory=dict)  # path -> (line, col) of the key naming it
+    # a key written twice with the same value (azure-ai-ml's loader keeps one, nothing is lost): (path, (line, col)
+    # of the second, line of the first), a warning for the validator; with another value it is an error
+    repeated: list = field(default_factory=list)
 
     def where(self, path) -> tuple[int, int]:
         """Best position for a path: its key, else its value, else the nearest ancestor's."""
@@ -81,7 +84,8 @@ def _at(mark) -> tuple[int, int]:
 class _Frame:
     """An open mapping or sequence while its events arrive."""
 
-    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged", "written")
+    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged", "written", "again",
+                 "again_text")
 
     def __init__(self, value, path: Path, mark, anchor):
         self.value = value  # the dict or list being filled
@@ -94,6 +98,8 @@ class _Frame:
         self.merging = False  # the waiting key is '<<'
         self.merged: list = []  # mappings merged in with '<<', applied when the mapping ends
         self.written: dict = {}  # a key that is no string (True, 1, None) -> its text as written (``yes``)
+        self.again = False  # the waiting key is already in the mapping (its value decides: see place)
+        self.again_text = None  # the repeated key's text as written, for the message when its value differs
 
 
 _NO_KEY = object()
@@ -219,12 +225,12 @@ class _Builder:
             if value is _MERGE_KEY:
                 top.merging = True
             elif value in top.value:
-                raise self.duplicate(top, value, mark)
+                top.again, top.again_text = True, self.text
             elif len(top.value) >= MAX_KEYS:
                 raise YamlError("yaml-too-many-keys", f"a mapping with more than {MAX_KEYS} keys",
                                 *_at(top.mark), hint="split the file; no Azure ML spec needs that many keys")
             top.key, top.key_mark = value, mark
-            if not isinstance(value, str):
+            if not isinstance(value, str) and not top.again:
                 top.written[value] = self.text
         elif top.merging:
             sources = value if isinstance(value, list) else [value]
@@ -232,6 +238,8 @@ class _Builder:
                 raise YamlError("yaml-syntax", "'<<' merge needs a mapping or a list of mappings", *_at(mark))
             top.merged.extend(sources)
             top.merging, top.key = False, _NO_KEY
+        elif top.again:
+            self._repeated(top, value)
         else:
             path = top.path + (top.key,)
             self.doc.keys[path] = _at(top.key_mark)
@@ -241,11 +249,11 @@ class _Builder:
             top.key = _NO_KEY
         return root
 
-    def duplicate(self, top: _Frame, key, mark) -> YamlError:
+    def duplicate(self, top: _Frame, key, mark, now: str | None) -> YamlError:
         """A duplicate key named as written: ``yes`` and ``True`` are both the boolean true to YAML 1.1, and
         ``1`` and ``1.0`` the same number, so the message says which texts collided and what they mean."""
         first = self.doc.keys.get(top.path + (key,), (0, 0))
-        now, before = self.text, top.written.get(key)
+        before = top.written.get(key)
         if isinstance(key, str) or now is None or before is None:
             return YamlError("duplicate-key", f"duplicate key {key!r} (first at line {first[0]})", *_at(mark),
                              hint="YAML keeps only one of them; remove or rename the other")
@@ -254,6 +262,16 @@ class _Builder:
         return YamlError("duplicate-key", f"duplicate key {_shorten(now)!r}: YAML reads it as {meaning}, the same key "
                          f"as {_shorten(before)!r} at line {first[0]}", *_at(mark),
                          hint=f"quote the keys to keep them as text ('{_shorten(now)}': ...), or remove one")
+
+    def _repeated(self, top, value) -> None:
+        """A key's second value: the same one is kept once and noted (``az ml`` sends such a spec); another one
+        is an error, since YAML would keep only one of the two."""
+        path = top.path + (top.key,)
+        first = self.doc.keys.get(path, (0, 0))
+        if top.value[top.key] != value or type(top.value[top.key]) is not type(value):
+            raise self.duplicate(top, top.key, top.key_mark, top.again_text)
+        self.doc.repeated.append((path, _at(top.key_mark), first[0]))
+        top.key, top.again, top.again_text = _NO_KEY, False, None
 
     def scalar(self, event):
         value = event.value

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 
 from amldist.errors import UserError
-from amldist.model.kinds import is_legacy_type, recognise, type_word
+from amldist.model.kinds import COMMAND_COMPONENT, COMMAND_JOB, is_legacy_type, recognise, type_word
 from amldist.rules import paths
 
 MAX_DEPTH = 10
@@ -116,6 +116,14 @@ class ComponentFile:
     @property
     def kind(self) -> str | None:
         return recognise(self.data)
+
+
+def step_component_kind(data) -> str | None:
+    """The kind of a command step's component: azure-ai-ml loads a step's ``component:`` (inline or a file) as a
+    component, so one that alone would read as a command job (an inline ``command:`` with no ``name`` or
+    ``$schema``, azureml-examples' hello-batch; a file written as a command job) is a command component there."""
+    kind = recognise(data)
+    return COMMAND_COMPONENT if kind == COMMAND_JOB else kind
 
 
 _components: dict = {}  # (absolute path, mtime, size) -> ComponentFile

@@ -226,7 +226,7 @@ def mask_value(name: str, value):
     remembered); a value kept is still cleaned of credentials inside it (:func:`mask_text`)."""
     if value in (None, ""):
         return value
-    if is_secret_name(name):
+    if is_secret_name(name) and not is_binding(value):
         remember(value)
         return MASK
     return mask_text(value)
@@ -255,7 +255,13 @@ def mask_tree(data, *, secret: bool = False):
         return out
     if isinstance(data, list):
         return [mask_tree(item, secret=secret) for item in data]
-    if secret and data not in (None, "") and not isinstance(data, bool):
+    if secret and data not in (None, "") and not isinstance(data, bool) and not is_binding(data):
         remember(data)
         return MASK
     return mask_text(data)
+
+
+def is_binding(value) -> bool:
+    """A value that is only ``${{...}}`` references (``${{parent.inputs.key}}``): it names where a value comes
+    from and holds none, so it is shown under a secret name too (what it refers to stays masked where it is)."""
+    return isinstance(value, str) and _BINDING_ONLY.fullmatch(value) is not None

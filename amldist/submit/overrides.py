@@ -35,6 +35,9 @@ from amldist.model.kinds import binds_path, type_word
 _SEGMENT = re.compile(r"""\[(\d+)\]|\[(["'])(.*?)\2\]|([^.\[\]]+)""")
 
 
+EXAMPLES = {"--set": "resources.instance_count=2", "--input": "epochs=2"}
+
+
 def split_assignment(text: str, option: str) -> tuple[str, str]:
     """``"a.b=c"`` -> ``("a.b", "c")``; one clear error without ``=``."""
     name, sep, value = text.partition("=")
@@ -42,7 +45,8 @@ def split_assignment(text: str, option: str) -> tuple[str, str]:
         # Only the path-like start is echoed: the rest may be a secret typed with ':' or ' ' for '='.
         shown = re.match(r"""[\w.\[\]"'-]*""", text).group()
         shown = repr(shown) + (" (the rest not shown)" if shown != text else "") if shown else "(an empty name)"
-        raise UserError(f"{option} {shown} is not NAME=VALUE", hint=f"write e.g. {option} resources.instance_count=2")
+        example = EXAMPLES.get(option, "NAME=VALUE")
+        raise UserError(f"{option} {shown} is not NAME=VALUE", hint=f"write e.g. {option} {example}")
     return name.strip(), value
 
 
@@ -127,6 +131,22 @@ def apply_sets(data: dict, assignments: list[str]) -> dict:
 
 
 _INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def blame_sets(diagnostics: list, assignments) -> list:
+    """The findings about a field a ``--set`` wrote, told as that ``--set``'s, not at a line of the file: the
+    file never held the value (an unknown key would otherwise point at the end of the file). Only the path
+    is named, never the value (it may be a secret)."""
+    import dataclasses
+
+    written = [field_path(parse_path(split_assignment(a, "--set")[0])) for a in assignments]
+    blamed = []
+    for d in diagnostics:
+        path = next((p for p in written if d.field and (d.field == p or d.field.startswith((p + ".", p + "[")))),
+                     None)
+        told = f"--set {path}: {d.message}"
+        blamed.append(d if path is None else dataclasses.replace(d, line=0, col=0, message=told))
+    return blamed
 
 
 def parse_inputs(assignments: list[str]) -> dict:

@@ -129,7 +129,12 @@ def component_spec(component, file: str):
     holder = component.derived if isinstance(component, graph.ComponentFile) else {}
     if "spec" not in holder:
         data = component.data if isinstance(component, graph.ComponentFile) else component
-        spec = from_data(data, file=component.path if isinstance(component, graph.ComponentFile) else file)
+        if graph.step_component_kind(data) == COMMAND_COMPONENT:  # hello-batch's inline command, too
+            from amldist.model.specs import SPEC_CLASSES
+
+            spec = SPEC_CLASSES[COMMAND_COMPONENT].from_dict(data)
+        else:
+            spec = from_data(data, file=component.path if isinstance(component, graph.ComponentFile) else file)
         if isinstance(spec, DistributedComponent):
             from amldist.authoring.convert import convert_legacy
 
@@ -304,9 +309,12 @@ def _node(step, values: dict) -> Node:
     elif step.type != "command":
         item.local_problem = (f"{_article(step.type)} {step.type} step {_AZURE_ONLY}; submit without --local, "
                               "or make it a command step")
+    elif "condition" in step.node:  # Azure ML evaluates it when the step is due; the local runner does not
+        item.local_problem = (f"a step with condition: {_AZURE_ONLY}; submit without --local, or run it "
+                              f"unconditionally here: --set jobs.{step.name}.condition=null")
     elif step.source == graph.LOCAL_FILE and data is None:
         raise UserError(f"{step.file}: jobs.{step.name}.component: {step.component.problem}")
-    elif data is not None and recognise(data) not in _RUNNABLE:
+    elif data is not None and graph.step_component_kind(data) not in _RUNNABLE:
         item.local_problem = (f"its component is a {recognise(data) or 'kind amldist does not know'}, which "
                               f"{_AZURE_ONLY}; submit without --local")
     elif step.source == graph.COMMAND:

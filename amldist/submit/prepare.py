@@ -84,8 +84,9 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
         _apply_counts(data, instance_count, process_count_per_instance, file)
         # The text locates findings inside the command; only valid while --set left the command alone.
         same_command = data.get("command") == doc.data.get("command")
-        check_findings(file, validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir, doc=doc,
-                                   text=text if same_command else None), kept)
+        check_findings(file, overrides.blame_sets(validate_data(data, file, kind=COMMAND_JOB, base_dir=base_dir,
+                                                                doc=doc, text=text if same_command else None),
+                                                  sets), kept)
         job = from_data(data, file=file)
     else:
         check_findings(file, validate_data(doc.data, file, kind=kind, base_dir=base_dir, doc=doc, text=text), kept)
@@ -95,7 +96,8 @@ def prepare(path: str, *, sets=(), inputs=(), instance_count: int | None = None,
         if sets:
             data = overrides.apply_sets(job.to_dict(), sets)
             as_job = f"{file} (run as a job, after --set)"
-            check_findings(as_job, validate_data(data, as_job, kind=COMMAND_JOB, base_dir=base_dir), kept)
+            check_findings(as_job, overrides.blame_sets(validate_data(data, as_job, kind=COMMAND_JOB,
+                                                                      base_dir=base_dir), sets), kept)
             job = from_data(data, file=file)
     _normalise(job)
     return Prepared(job=job, source=file, base_dir=base_dir, warnings=_once_per_input(kept), code_includes=includes)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 
-from amldist.diagnostics import ERROR, NOTE, Diagnostic
+from amldist.diagnostics import ERROR, NOTE, WARNING, Diagnostic
 from amldist.model.kinds import (DISTRIBUTED_COMPONENT, NOT_A_SPEC, NOT_A_SPEC_HINT, PIPELINE_COMPONENT, PIPELINE_JOB,
-                                 SWEEP_JOB, detect_kind, recognise)
+                                 SWEEP_JOB, companion_file, detect_kind, recognise)
 from amldist.validate import command_rules, rules, schema_check, templates
 from amldist.validate.context import Context
 from amldist.validate.documents import cached_document, parse
@@ -46,6 +46,8 @@ def validate_text(text: str, file: str = "<string>", *, explicit: bool = True, b
     other = recognise(doc.data) if kind is None else None
     if other is not None:  # an Azure ML kind amldist does not check: a note, never another kind's errors
         return _diag(file, NOTE, "skipped-kind", f"a {other} file: amldist does not validate this kind; skipped")
+    if kind is None and not explicit and companion_file(doc.data) is not None:
+        return []  # a conda environment or pre-commit file found in a folder: a spec's companion, said nothing of
     if kind is None:
         return _diag(file, skipped, "not-a-spec", NOT_A_SPEC + ("; skipped" if not explicit else ""),
                      NOT_A_SPEC_HINT if explicit else None)
@@ -70,6 +72,9 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
     if kind not in SCHEMA_FILES:
         raise ValueError(f"unknown spec kind {kind!r}; expected one of {', '.join(KINDS)}")
     ctx = Context(file, doc, base_dir, text)
+    for path, at, first in getattr(doc, "repeated", ()):  # the same key and value twice: nothing lost, az ml sends it
+        ctx.emit(path, WARNING, "duplicate-key", f"key {path[-1]!r} is written twice with the same value (first at "
+                 f"line {first})", "remove one of them", position=at)
     renamed: set = set()
     if rules.has_non_string_keys(data, doc):
         data = rules.string_keys(ctx, data, renamed)
@@ -105,6 +110,7 @@ def _rules(ctx, kind: str, data: dict) -> None:
                           dist_path=("distribution",), res_path=("resources",),
                           environment_variables=data.get("environment_variables"))
     rules.check_code(ctx, data)
+    rules.check_port_names_case(ctx, data)
     if kind == DISTRIBUTED_COMPONENT or not templates.check_environment_reference(
             ctx, data.get("environment"), ("environment",)):
         rules.check_environment(ctx, data)

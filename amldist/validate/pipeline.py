@@ -33,7 +33,9 @@ import os
 from amldist.model.kinds import (COMMAND_COMPONENT, COMMAND_JOB, DISTRIBUTED_COMPONENT, PIPELINE_COMPONENT,
                                  recognise, type_word)
 from amldist.diagnostics import ERROR, WARNING
+from amldist.errors import UserError
 from amldist.rules import pipeline_graph as graph
+from amldist.rules.literal_inputs import literal_value
 from amldist.validate import command_rules, rules, templates
 from amldist.rules.suggestions import suggest
 
@@ -108,6 +110,8 @@ def check_pipeline(ctx, data: dict, validate_text=None) -> None:
     for step in steps:
         component = components[step.name]
         outs = [rules.ports(step.node, "outputs")]  # an inline node's own outputs are all there is
+        if type_word(step.node.get("type")) == "import" and "output" in step.node:
+            outs.append({"output": step.node["output"]})  # an import job's one output: azure-ai-ml names it output
         if reads_interface(component):
             outs.append(rules.ports(component, "outputs"))
         elif "component" in step.node:
@@ -188,9 +192,14 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
                              f"jobs.{name}.{kind}s.{key}: the component declares no {kind} {key!r}",
                              f"did you mean {guess!r}?" if guess else
                              (f"its {kind}s: {', '.join(map(str, declared))}" if declared else f"it has no {kind}s"))
+        _literal_types(ctx, name, node_inputs, comp_inputs)
         if isinstance(node.get("component"), dict):
             command_rules.check_command(ctx, path + ("component", "command"), component.get("command"), comp_inputs,
                                 comp_outputs)
+    if "condition" in node and "component" not in node and type_word(node.get("type")) in (None, "command"):
+        # azure-ai-ml reads an inline command step without condition: (an if_else step's is its own)
+        ctx.emit(path + ("condition",), ERROR, "inline-condition", f"jobs.{name}.condition: azure-ai-ml refuses a "
+                 "condition on an inline command step", "move the command into a component (component: ./x.yml)")
     if "command" in node:
         command_rules.check_command(ctx, path + ("command",), node.get("command"), node_inputs, node_outs)
         if "component" not in node:
@@ -199,6 +208,25 @@ def check_node(ctx, name, node, component, inputs, outputs, jobs, node_outputs, 
     if not templates.check_environment_reference(ctx, node.get("environment"), path + ("environment",)):
         rules.check_environment(ctx, node, path)
     _node_sizes(ctx, node, component, path)
+
+
+_LITERAL_TYPES = ("integer", "number", "boolean")
+
+
+def _literal_types(ctx, name, given, declared) -> None:
+    """``input-type``: a literal a step passes to an integer, number or boolean input of its component that the
+    run would refuse (``10.01`` to an integer), by the rule the run applies (:mod:`amldist.rules.literal_inputs`):
+    an error at its line rather than after ``submit``. Only the type: ``enum``/``min``/``max`` stay the run's."""
+    for key, value in (given or {}).items():
+        port = (declared or {}).get(key)
+        if not isinstance(port, dict) or type_word(port.get("type")) not in _LITERAL_TYPES \
+                or isinstance(value, (dict, list)) or value is None or "${{" in str(value):
+            continue
+        try:
+            literal_value(str(key), {"type": type_word(port.get("type"))}, value)
+        except UserError as exc:
+            ctx.emit(("jobs", name, "inputs", key), ERROR, "input-type", f"jobs.{name}.inputs.{key}: {exc.message}",
+                     "pass a value of the input's type, or change the component's input type")
 
 
 def _inline_step_names(ctx, path, component) -> None:

@@ -38,6 +38,22 @@ def ports(spec: dict, key: str) -> dict | None:
     return None if key in spec else {}
 
 
+def check_port_names_case(ctx, spec: dict) -> None:
+    """``port-name-case``: two inputs (or two outputs) whose names differ only in letter case. azure-ai-ml's
+    component refuses them ("which are equal ignore case"), and a command job is sent as a component, so Azure
+    ML refuses the job too, although azure-ai-ml's own ``load_job(...)._validate()`` passes it."""
+    for key in ("inputs", "outputs"):
+        seen: dict = {}
+        for name in ports(spec, key) or {}:
+            if not isinstance(name, str):
+                continue
+            first = seen.setdefault(name.lower(), name)
+            if first != name:
+                ctx.emit((key, name), ERROR, "port-name-case",
+                         f"{key}.{name} and {key}.{first} differ only in letter case, which Azure ML refuses",
+                         hint=f"rename one of them ({key[:-1]} names are compared ignoring case)")
+
+
 # ---- VM sizes ----
 
 def _count(value):

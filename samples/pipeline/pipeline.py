@@ -16,23 +16,25 @@ import amldist
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src")
 ENV = "azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest"
 
-prep = command(command="python prep.py ${{outputs.data}}", code=SRC, environment=ENV,
+# Each step's name in the pipeline is the name its node is assigned to below (prep, train, evaluate), as in
+# pipeline.yml; the builders' own objects are named apart so that those names stay free.
+prep_command = command(command="python prep.py ${{outputs.data}}", code=SRC, environment=ENV,
                outputs={"data": Output(type="uri_folder")})
-train = amldist.to_azure(amldist.pytorch_job(
+train_job = amldist.to_azure(amldist.pytorch_job(
     command="python train.py --data ${{inputs.data}} --model ${{outputs.model}}", code=SRC, environment=ENV,
     inputs={"data": {"type": "uri_folder", "path": SRC}}, outputs={"model": {"type": "uri_folder"}},
     instance_count=2, process_count_per_instance=2,
 ))
-evaluate = command(command="python evaluate.py ${{inputs.model}}", code=SRC, environment=ENV,
-                   inputs={"model": {"type": "uri_folder"}})
+evaluate_command = command(command="python evaluate.py ${{inputs.model}}", code=SRC, environment=ENV,
+                           inputs={"model": {"type": "uri_folder"}})
 
 
 @dsl.pipeline(name="amldist_sample_pipeline", default_compute="cpu-cluster")
 def sample_pipeline():
-    data = prep()
-    trained = train(data=data.outputs.data)
-    evaluate(model=trained.outputs.model)
-    return {"model": trained.outputs.model}
+    prep = prep_command()
+    train = train_job(data=prep.outputs.data)
+    evaluate = evaluate_command(model=train.outputs.model)  # noqa: F841 (the assignment names the step)
+    return {"model": train.outputs.model}
 
 
 def main(argv=None):

@@ -60,3 +60,20 @@ def test_without_src_the_example_ends_in_one_line(tmp_path):
     assert done.returncode == 1 and done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: ") and str(tmp_path / "src") in line
+
+
+def test_without_azure_ai_ml_the_example_prints_the_install_to_run(tmp_path):
+    """The hint is the part that says what to do: the example prints it, not only the message."""
+    import subprocess
+    import sys
+
+    from amldist.errors import INSTALL_AZURE
+
+    (tmp_path / "src").mkdir()
+    no_azure = "import sys; sys.modules['azure.ai.ml'] = None  # as if azure-ai-ml were not installed\n"
+    done = subprocess.run([sys.executable, "-c", no_azure + readme_example()], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1 and done.stdout == ""
+    error, hint = done.stderr.splitlines()
+    assert error.startswith("error: ") and "azure-ai-ml" in error
+    assert hint == f"hint: {INSTALL_AZURE}"

@@ -15,7 +15,7 @@ from amldist.errors import UserError  # noqa: E402
 from amldist.azure_sdk.entities import InteropError, rest_body, to_azure  # noqa: E402
 from tests.authoring.cases import CASES, ENV, build  # noqa: E402
 from tests.authoring.swagger import SwaggerSchema  # noqa: E402
-from tests.conftest import CONFORMANCE  # noqa: E402
+from tests.conftest import CONFORMANCE, CORPUS_MISSING  # noqa: E402
 
 # azure-ai-ml 1.35.2 on marshmallow 3.2x: one deprecation warning per schema object, not ours.
 pytestmark = [
@@ -76,7 +76,7 @@ SUPPLEMENTS = {
 @pytest.fixture(scope="module")
 def command_job_schema():
     if not REST_SUBSET.is_file():
-        pytest.skip(f"REST definitions not found at {REST_SUBSET} (set AMLDIST_CONFORMANCE)")
+        pytest.skip(f"REST definitions not found at {REST_SUBSET}; {CORPUS_MISSING}")
     definitions = json.loads(REST_SUBSET.read_text(encoding="utf-8"))["definitions"]
     schema = SwaggerSchema(definitions, SUPPLEMENTS).schema_for("CommandJob")
     jsonschema.Draft202012Validator.check_schema(schema)

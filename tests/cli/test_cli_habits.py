@@ -74,7 +74,7 @@ def test_every_command_holds_the_exit_code_table(tmp_path, cli, monkeypatch):
 def test_only_show_errors_hides_validates_warnings_and_notes(tmp_path, cli):
     spec = tmp_path / "job.yml"
     spec.write_text("type: command\ncommand: python x.py\nenvironment: azureml:e@latest\ncode: ./missing\n")
-    (tmp_path / "conda.yml").write_text("dependencies: [python]\n")  # not a spec: a note
+    (tmp_path / "compose.yml").write_text("services: {}\n")  # not a spec: a note
     code, out, _ = cli("validate", str(tmp_path))
     assert code == 0 and "warning missing-code" in out and "note not-a-spec" in out
     code, out, _ = cli("validate", str(tmp_path), "--only-show-errors")

@@ -92,3 +92,17 @@ def test_bash_completion_comes_from_shtab():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "shtab" in done.stdout and "_shtab_amldist" in done.stdout and "download" in done.stdout
+
+
+def test_help_names_slurm_and_pipelines(cli):
+    code, out, _ = cli("--help")
+    assert code == 0 and "--slurm" in out and "pipelines" in out
+    code, out, _ = cli("submit", "--help")
+    assert code == 0 and "pipeline job" in out and "--slurm" in out.split("options:")[0]
+
+
+def test_job_list_slurm_says_when_there_is_no_run(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("job", "list", "--slurm")
+    assert code == 0 and out == ""
+    assert "note: no Slurm runs in .amldist/slurm" in err

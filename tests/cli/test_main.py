@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 import amldist
 from tests.conftest import ROOT
 
@@ -64,3 +66,19 @@ def test_counts_must_be_whole_numbers_between_the_limits(cli, tmp_path):
                           (["convert", "legacy.yml", "--instance-count", "-1"], "at least 1, got -1")):
         code, _, err = cli(*argv)
         assert code == 2 and problem in err and "Traceback" not in err, (argv, err[-300:])
+
+
+@pytest.mark.parametrize("argv", [["--input", "msg=hello", "world"], ["--input=msg=hello", "world"],
+                                  ["--set", "msg=hello", "big", "world"]])
+def test_an_unquoted_value_split_by_the_shell_is_named_not_answered_with_the_usage(cli, argv):
+    code, out, err = cli("submit", str(ROOT / "samples" / "pytorch_ddp" / "job.yml"), "--local", "--dry-run", *argv)
+    option = argv[0].split("=")[0]
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {option} msg=... is followed by") and "usage:" not in err
+    assert "world" not in err.split("\n")[0]  # the rest of a value may be a secret: never echoed
+    assert f"hint: quote the whole pair, e.g. {option} 'msg=two words'" in err
+
+
+def test_an_input_without_equals_gets_an_input_example(cli):
+    code, _, err = cli("submit", str(ROOT / "samples" / "pytorch_ddp" / "job.yml"), "--dry-run", "--input", "epochs")
+    assert code == 2 and "hint: write e.g. --input epochs=2" in err

@@ -129,7 +129,7 @@ def test_the_drill_and_retries_are_local_only_and_checked_before_anything_runs(c
     assert not (here / ".amldist").exists() or runs(here) == []
 
 
-@pytest.mark.long
+@pytest.mark.long(covered_by="test_retry_resubmits_a_preempted_run_and_links_the_attempts")
 def test_a_ddp_run_preempted_half_way_resumes_from_its_checkpoint_and_sees_every_step_once(cli, here):
     """The issue's drill: 2 x 2 DDP, node 1 preempted about half-way, --retry 1, resumed from the last checkpoint."""
     from tests.backends.local.helpers import SAMPLES

@@ -80,11 +80,28 @@ def readme_commands(heading: str, starts=("amldist ",)) -> list[str]:
     return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.startswith(starts)]
 
 
-def readme_local_commands() -> list[str]:
-    return readme_commands("## Submitting: running a job locally")
+# README commands that train what another default test already trains (the long tier runs them as written too)
+AGAIN = {
+    "amldist submit samples/pytorch_ddp/job.yml --local":
+        "tests/e2e/test_submit_cli.py::test_pytorch_ddp_sample_trains_on_2_nodes_x_2_processes (the same sample, "
+        "the same 2 x 2) and, here, the same command with --set/--input/--stream",
+    "amldist submit samples/pipeline/pipeline.yml --local":
+        "the same pipeline with --set jobs.train.resources.instance_count=1 --input steps=80, here",
+    "python samples/pipeline/pipeline.py":
+        "its --dry-run (tests/e2e/test_submit_cli.py) and run_local of a @dsl.pipeline "
+        "(tests/backends/local/test_pipeline_jobs.py::test_run_local_takes_a_job_yaml_a_builder_job_and_a_pipeline)",
+}
 
 
-@pytest.mark.parametrize("command", readme_commands("## Pipelines", ("amldist ", "python ")))
+def tiered(commands: list[str]) -> list:
+    return [pytest.param(c, marks=pytest.mark.long(covered_by=AGAIN[c])) if c in AGAIN else c for c in commands]
+
+
+def readme_local_commands() -> list:
+    return tiered(readme_commands("## Submitting: running a job locally"))
+
+
+@pytest.mark.parametrize("command", tiered(readme_commands("## Pipelines", ("amldist ", "python "))))
 def test_the_readmes_pipeline_examples_run_as_written(tmp_path, command):
     (tmp_path / "samples").symlink_to(ROOT / "samples")
     argv = shlex.split(command)

@@ -47,7 +47,8 @@ def watchdog_of(pid: int) -> int:
     (signal.SIGINT, "mpi", 2),  # mpirun puts each rank in a process group of its own
     (signal.SIGTERM, "pytorch", 2),
     (signal.SIGHUP, "pytorch", 2),  # the terminal closed, ssh dropped
-    (signal.SIGHUP, "mpi", 2),
+    pytest.param(signal.SIGHUP, "mpi", 2, marks=pytest.mark.long(
+        covered_by="the SIGINT mpi case (mpirun's process groups) and the SIGHUP pytorch case (the signal)")),
 ])
 def test_a_signal_to_amldist_stops_every_child(tmp_path, sig, dist, ranks):
     path = worker_job(tmp_path, mode="hang", dist=dist, per_node=ranks)

@@ -30,6 +30,9 @@ def test_three_steps_run_in_order_and_outputs_flow_between_them(tmp_path):
     assert [(s["name"], s["status"], s["run_folder"]) for s in summary["steps"]] == [
         ("prep", "completed", "prep"), ("train", "completed", "train"), ("evaluate", "completed", "evaluate")]
     assert all(s["duration_s"] > 0 for s in summary["steps"])
+    assert "pipeline demo: Completed in" in done.stdout  # Azure ML's words, as a single job ends
+    assert [line.split()[:2] for line in done.stdout.splitlines() if line.startswith("  ")][-3:] == [
+        ["prep", "Completed"], ["train", "Completed"], ["evaluate", "Completed"]]
     assert summary["outputs"]["final_model"] == str(run / "train" / "outputs" / "model")
 
 
@@ -73,9 +76,11 @@ def test_independent_steps_finish_when_another_fails(tmp_path):
 def test_dry_run_shows_every_step_and_starts_nothing(tmp_path):
     project = make_pipeline_project(tmp_path)
     done = submit(project, "pipeline.yml", "--local", "--dry-run", "--set", "jobs.train.resources.instance_count=1",
-                  "--set", "jobs.prep.environment_variables.API_TOKEN=s3cret-value")
+                  "--set", "jobs.prep.environment_variables.API_TOKEN=s3cret-value", "--max-parallel", "1")
     assert done.returncode == 0, done.stderr
     out = done.stdout
+    # a step larger than --max-parallel still runs (alone): the dry run says so rather than "at most 1"
+    assert "within 1 process(es) (--max-parallel); a larger step runs alone (train: 2)" in out
     assert "order: prep -> train -> evaluate" in out
     assert "== step train (after prep) ==" in out and "job train: pytorch, 2 process(es)" in out
     assert "rank 1 (node 0" in out and "RANK=1" in out

@@ -37,6 +37,9 @@ def test_pytorch_ddp_sample_trains_on_2_nodes_x_2_processes(cli, here):
     assert logs == [f"std_log_process_0{i}.txt" for i in range(4)]
     rank0 = (run / "user_logs" / "std_log_process_00.txt").read_text()
     assert "rank 0/4 (local 0/2, node 0/2) via pytorch" in rank0
+    assert "status: Completed after" in _out  # the run's end, as the README shows it
+    for name in logs:  # torch's warning when numpy is missing: the Quick start installs it, CI checks it is gone
+        assert "Failed to initialize NumPy" not in (run / "user_logs" / name).read_text()
     assert "parameters in sync across 4 ranks: True" in rank0
     assert "rank 3/4 (local 1/2, node 1/2)" in (run / "user_logs" / "std_log_process_03.txt").read_text()
     metrics = json.loads((run / "outputs" / "model" / "metrics.json").read_text())
@@ -74,6 +77,7 @@ def test_pipeline_sample_builds_offline_and_plans_every_step(tmp_path):
                             capture_output=True, text=True, timeout=180, cwd=tmp_path, check=False)
     assert result.returncode == 0, result.stderr
     assert "3 step(s)" in result.stdout and result.stdout.count("== step ") == 3
+    assert "order: prep -> train -> evaluate" in result.stdout  # the step names of pipeline.yml, not data/trained
     assert "4 process(es)" in result.stdout  # the builder's 2 nodes x 2 processes training step
     assert not (tmp_path / ".amldist").exists()  # a dry run starts and writes nothing
 

@@ -128,6 +128,7 @@ def test_slurm_shaped_world_trains_ddp_to_identical_params(world, worker, base_e
     assert first["params_after"] != first["params_before"]  # and training moved them
 
 
+@pytest.mark.long(covered_by="every world test above, which meets on a port through this helper")
 def test_a_port_taken_before_rank_0_binds_it_is_retried_on_another(world, worker, base_env, free_port):
     # The helper the tests above rely on under load: a world of one binds MASTER_PORT itself, so a
     # port held by someone else fails it at once with EADDRINUSE, and the next port is used.

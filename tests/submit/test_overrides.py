@@ -91,3 +91,18 @@ def test_an_input_value_is_a_number_only_in_ascii_digits_and_a_bounded_length(te
         return
     assert typed_value(text, {"type": "number"}) == text
     assert typed_value("42", {"type": "integer"}) == 42 and typed_value("4.5", {"type": "number"}) == 4.5
+
+
+def test_a_set_typo_is_blamed_on_the_set_not_on_a_line_of_the_file(tmp_path):
+    """The file never held the key: its finding names the --set (path only, the value may be a secret)."""
+    from amldist.submit.prepare import SpecInvalid, prepare
+
+    from tests.conftest import ROOT
+
+    with pytest.raises(SpecInvalid) as caught:
+        prepare(str(ROOT / "samples" / "pytorch_ddp" / "job.yml"),
+                sets=["resources.instanc_count=1", "distribution.process_count_per_instance=0"])
+    found = {d.code: d for d in caught.value.diagnostics}
+    assert found["unknown-key"].message.startswith("--set resources.instanc_count: unknown key 'instanc_count'")
+    assert found["out-of-range"].message.startswith("--set distribution.process_count_per_instance: ")
+    assert {(d.line, d.col) for d in found.values()} == {(0, 0)}

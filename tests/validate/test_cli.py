@@ -119,6 +119,20 @@ def test_folders_are_searched_recursively_and_non_specs_are_noted(cli, tmp_path)
     assert "3 files, 0 errors, 0 warnings, 2 notes" in err
 
 
+def test_a_specs_companions_in_a_folder_get_no_note(cli, tmp_path):
+    """conda environments and pre-commit's files sit beside specs: `validate .` says nothing of them (a compose
+    file is still noted; named on the line, a conda file is still no spec)."""
+    (tmp_path / "conda.yml").write_text("name: env\nchannels: [conda-forge]\ndependencies: [python=3.11, pip]\n")
+    (tmp_path / ".pre-commit-hooks.yaml").write_text("- id: check\n  name: check\n  entry: check\n"
+                                                     "  language: python\n")
+    (tmp_path / ".pre-commit-config.yaml").write_text("repos:\n- repo: local\n  hooks: []\n")
+    (tmp_path / "compose.yml").write_text("services: {}\n")
+    code, out, err = cli("validate", str(tmp_path), "--no-ignore-files")
+    assert code == 0 and [os.path.basename(d["file"]) for d in parse(out)] == ["compose.yml"], out
+    code, out, _ = cli("validate", str(tmp_path / "conda.yml"))
+    assert code == 1 and "error not-a-spec" in out
+
+
 def test_a_non_spec_named_explicitly_is_an_error_unless_skipped(cli, tmp_path):
     other = tmp_path / "compose.yml"
     other.write_text("services: {}\n")

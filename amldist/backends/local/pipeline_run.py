@@ -92,7 +92,7 @@ def describe_pipeline(pp: PipelinePlan, *, cwd: str | None = None) -> str:
     """The dry run: the order, then each step's own dry run."""
     rel = os.path.relpath(pp.run_dir, cwd or os.getcwd())
     lines = [f"pipeline {pp.name}: {len(pp.steps)} step(s); run folder {rel} (not created); "
-             f"at most {pp.max_parallel} process(es) at once (--max-parallel)",
+             + parallel_text(pp),
              "order: " + " -> ".join(s.name for s in pp.steps)]
     for out_name, path in pp.outputs.items():
         lines.append(f"pipeline output {out_name}: {os.path.relpath(path, cwd or os.getcwd())}")
@@ -100,6 +100,13 @@ def describe_pipeline(pp: PipelinePlan, *, cwd: str | None = None) -> str:
         after = f" (after {', '.join(step.needs)})" if step.needs else ""
         lines += ["", f"== step {step.name}{after} ==", describe(step.plan, cwd=cwd)]
     return "\n".join(lines)
+
+
+def parallel_text(pp: PipelinePlan) -> str:
+    """What --max-parallel means for these steps: a step of more processes than the budget still runs, alone."""
+    text = f"independent steps run side by side within {pp.max_parallel} process(es) (--max-parallel)"
+    larger = [f"{s.name}: {s.processes}" for s in pp.steps if s.processes > pp.max_parallel]
+    return text + (f"; a larger step runs alone ({', '.join(larger)})" if larger else "")
 
 
 def _step_main(p: LocalPlan, parent: int) -> None:
@@ -248,7 +255,7 @@ def run_pipeline(pp: PipelinePlan, *, out=None, err=None) -> int:
         print(f"error: pipeline {pp.name} stopped by {signal.Signals(runner.stop_signal).name}", file=err)
         return 128 + runner.stop_signal
     if all(state == "completed" for state in runner.status.values()):
-        say(f"pipeline {pp.name} completed in {time.time() - began:.1f}s; summary in "
+        say(f"pipeline {pp.name}: Completed in {time.time() - began:.1f}s; summary in "
             f"{os.path.relpath(pp.summary_path)}", out)
         return 0
     return 1
@@ -280,7 +287,7 @@ def write_summary(pp: PipelinePlan, runner: _Runner, elapsed: float) -> None:
 
 
 def summary_text(pp: PipelinePlan, runner: _Runner) -> str:
-    rows = [(r["name"], r["status"], "" if r["duration_s"] is None else f"{r['duration_s']:.1f}s", r["run_folder"])
+    rows = [(r["name"], STEP_STATUS[r["status"]], "" if r["duration_s"] is None else f"{r['duration_s']:.1f}s", r["run_folder"])
             for r in step_records(pp, runner)]
     width = [max(len(row[i]) for row in rows + [("step", "status", "time", "folder")]) for i in range(3)]
     return "\n".join(f"  {a:<{width[0]}}  {b:<{width[1]}}  {c:>{width[2]}}  {d}" for a, b, c, d in rows)

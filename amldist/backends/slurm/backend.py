@@ -65,9 +65,9 @@ class SlurmBackend(Backend):
         return self._submitted(p)
 
     def _submitted(self, p: SlurmJobPlan | SlurmPipelinePlan) -> JobRecord:
-        if p.stream:
-            return self.logs(p.name, follow=True)
-        return self.record(p.run_dir)
+        record = self.logs(p.name, follow=True) if p.stream else self.record(p.run_dir)
+        print(end_line(record, streamed=p.stream), file=sys.stderr)  # a run ends with its status, as --local does
+        return record
 
     def record(self, run_dir: str) -> JobRecord:
         """A job's or a pipeline's record, from its run folder and Slurm; SlurmStateError (one line) when its
@@ -218,6 +218,16 @@ def _exit_time(path: str) -> float | None:
         return os.lstat(path).st_mtime
     except OSError:
         return None
+
+
+def end_line(record: JobRecord, *, streamed: bool = False) -> str:
+    """The last line of ``submit --slurm``: the status (and duration) once ended, else where to follow it;
+    the error too, unless following the logs already printed it."""
+    what = f"{record.kind} {record.name}: {record.status}"
+    if not record.ended:
+        return f"{what} (amldist job logs {record.name} --follow follows it; amldist job show {record.name})"
+    took = f" in {record.duration_seconds:.1f}s" if record.duration_seconds is not None else ""
+    return what + took + (f": {record.error}" if record.error and not streamed else "")
 
 
 def follow_logs(run_dir: str, *, rank: int | None, follow: bool, out, prefix: str = "") -> JobRecord:

@@ -54,14 +54,38 @@ def tool(name: str) -> str:
 
 def call(name: str, *args: str, env=None, check: bool = True) -> subprocess.CompletedProcess:
     """Run Slurm's ``name`` with ``args``; with ``check`` a refusal is a UserError with Slurm's own words."""
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not os.path.isfile(conf):  # Slurm itself retries a missing file for 60 s before saying so
+        no_cluster(name, "cannot stat file")
     try:
         done = subprocess.run([tool(name), *args], capture_output=True, text=True, env=env, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         raise UserError(f"{name} did not answer in {TIMEOUT} s: is slurmctld up?",
                         hint="sinfo shows whether the cluster answers") from None
     if check and done.returncode != 0:
+        no_cluster(name, done.stderr)
         raise UserError(f"{name} failed: {first_error(done.stderr) or f'exit code {done.returncode}'}")
     return done
+
+
+# Slurm's words when it reaches no controller, and what they mean to a user: no cluster is configured here
+NO_CLUSTER = (
+    ("Could not establish a configuration source", "this machine has no slurm.conf and no DNS record names a "
+     "controller"),
+    ("cannot stat file", "SLURM_CONF names a file that does not exist"),
+    ("Unable to process configuration file", "the slurm.conf it read is not a valid configuration"),
+    ("Unable to contact slurm controller", "the controller its slurm.conf names does not answer"),
+)
+
+
+def no_cluster(name: str, stderr: str) -> None:
+    """A UserError saying that no cluster is configured or reachable, when Slurm's own words say so: then
+    --partition/--time are not the problem, where amldist points Slurm is."""
+    why = next((meaning for words, meaning in NO_CLUSTER if words.lower() in stderr.lower()), None)
+    if why is not None:
+        raise UserError(f"{name} reached no Slurm cluster: {why}", exit_code=2,
+                        hint="run amldist on a login node of the cluster, or set SLURM_CONF to the cluster's "
+                        "slurm.conf (with munge's key installed); sinfo shows whether a controller answers")
 
 
 def first_error(text: str) -> str:
@@ -94,6 +118,7 @@ def submit(script_path: str, env: dict, extra=(), cwd: str | None = None) -> str
         raise UserError(f"sbatch did not answer in {TIMEOUT} s: is slurmctld up?",
                         hint="sinfo shows whether the cluster answers") from None
     if done.returncode != 0:
+        no_cluster("sbatch", done.stderr)
         reason = first_error(done.stderr) or f"exit code {done.returncode}"
         hint = ("sinfo lists the partitions" if "partition" in reason.lower() else
                 "sacctmgr show assoc lists your accounts" if "account" in reason.lower() else

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import textwrap
 import time
@@ -46,6 +47,7 @@ def queue_empty(timeout: float = 30) -> bool:
 def test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed(on_cluster, cli, tmp_path):
     code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm", "-n", "ddp")
     assert code == 0, err
+    assert re.search(r"^job ddp: \w+ \(amldist job logs ddp --follow follows it", err, re.M), err  # its status
     record = wait_ended("ddp")
     code, out, _err = cli("job", "show", "ddp")
     assert code == 0 and "status: Completed" in out, (out, record)
@@ -196,6 +198,7 @@ def test_the_three_step_pipeline_runs_with_dependencies_and_streams_to_the_end(o
     code, out, err = cli("submit", str(SAMPLES / "pipeline" / "pipeline.yml"), "--slurm", "-n", "pipe", "--stream")
     assert code == 0, err
     assert "[evaluate] evaluate: y = " in out and "[train rank 3] rank 3/4" in out  # followed to the end
+    assert re.search(r"^pipeline pipe: Completed in \d", err, re.M), err  # and ends with its status
     record = get_backend("slurm").show("pipe")
     assert record.status == "Completed" and [s.status for s in record.steps] == ["Completed"] * 3
     run = tmp_path / ".amldist" / "slurm" / "pipe"
@@ -255,6 +258,8 @@ def test_a_node_that_fails_fails_the_job_in_one_line(on_cluster, cli, tmp_path):
     assert survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []
 
 
+@pytest.mark.long(covered_by="test_slurm_plan.py::test_tensorflow_asks_for_one_task_per_worker_and_parameter_server "
+                  "and, on this cluster, test_a_held_out_jobs_ranks_see_the_same_variables_as_locally")
 def test_tensorflow_tasks_get_the_tf_config_they_get_locally(on_cluster, cli, tmp_path):
     (tmp_path / "job.yml").write_text(textwrap.dedent("""\
         $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
@@ -281,6 +286,8 @@ def test_tensorflow_tasks_get_the_tf_config_they_get_locally(on_cluster, cli, tm
                                             {"type": "ps", "index": 0}]
 
 
+@pytest.mark.long(covered_by="test_job_cancel_stops_every_task and "
+                  "test_a_failing_step_stops_the_steps_that_read_from_it")
 def test_job_cancel_stops_a_pipeline_and_the_steps_waiting_for_it(on_cluster, cli, tmp_path):
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import textwrap
 
@@ -179,3 +180,39 @@ def test_job_ids_are_only_what_sbatch_answers_and_the_marker_follows_the_folder_
     (tmp_path / "link").symlink_to(tmp_path / "real")
     assert commands.run_marker(str(tmp_path / "link" / "run")) == commands.run_marker(str(tmp_path / "real" / "run"))
     assert commands.run_marker(str(tmp_path / "real" / "run")) != commands.run_marker(str(tmp_path / "real" / "other"))
+
+
+@pytest.mark.skipif(not shutil.which("sbatch"), reason="Slurm's client programs are not installed")
+@pytest.mark.skipif(os.path.exists("/etc/slurm/slurm.conf"), reason="this machine has a Slurm cluster configured")
+def test_no_configured_cluster_is_named_as_such_not_as_a_partition_or_time_problem(cli, tmp_path, monkeypatch):
+    """Real sbatch with no slurm.conf: Slurm's own error is about DNS; the user needs to hear SLURM_CONF."""
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm")
+    assert code == 2, err
+    assert "sbatch reached no Slurm cluster: this machine has no slurm.conf" in err
+    assert "SLURM_CONF" in err and "--partition" not in err
+
+
+@pytest.mark.parametrize("stderr, meaning", [
+    ("sbatch: error: s_p_parse_file: cannot stat file /x/slurm.conf: No such file or directory, retrying in 1sec",
+     "SLURM_CONF names a file that does not exist"),
+    ("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)",
+     "the controller its slurm.conf names does not answer"),
+])
+def test_slurms_words_for_an_unreachable_cluster_become_one_line_about_it(stderr, meaning):
+    from amldist.backends.slurm.commands import no_cluster
+
+    with pytest.raises(UserError) as caught:
+        no_cluster("sbatch", stderr)
+    assert caught.value.message == f"sbatch reached no Slurm cluster: {meaning}" and "SLURM_CONF" in caught.value.hint
+    no_cluster("sbatch", "sbatch: error: invalid partition specified: gpu")  # a real refusal is not one of them
+
+
+def test_a_slurm_conf_that_does_not_exist_is_said_at_once(monkeypatch, tmp_path):
+    """Slurm would retry the missing file for a minute; amldist says it before calling Slurm."""
+    from amldist.backends.slurm import commands
+
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
+    with pytest.raises(UserError, match="SLURM_CONF names a file that does not exist"):
+        commands.call("squeue", "-h")
