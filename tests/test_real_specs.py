@@ -179,12 +179,14 @@ def test_the_densenet_pipeline_keeps_its_components_environment_beside_a_shadowi
 
     from amldist.backends.azureml.pipeline import bundle_steps
     from amldist.model import load
+    from amldist.rules.pipeline_graph import pipeline_steps
 
     source = CORPUS / "azureml-examples/cli/jobs/pipelines-with-components/image_classification_with_densenet"
     project = Path(shutil.copytree(source, tmp_path / "densenet"))
     (project / "conda.yaml").write_text("name: shadow\ndependencies: [python=3.6, shadowing-package]\n")
     pipeline = project / "pipeline.yml"
-    sent, steps, _ = bundle_steps(load(pipeline).to_dict(), str(project), str(pipeline))
+    data = load(pipeline).to_dict()
+    sent, steps, _ = bundle_steps(data, str(project), pipeline_steps(data, str(project), str(pipeline)))
     assert [s.name for s in steps] == ["train"]
     component = sent["jobs"]["train"]["component"]
     assert component["environment"]["conda_file"] == str(project / "image_cnn_train" / "conda.yaml")

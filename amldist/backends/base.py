@@ -1,21 +1,27 @@
 """The contract every backend keeps, written once (after torchx's ``Scheduler``).
 
-A backend (``local``, ``azureml``, and any later one such as ``slurm``) subclasses :class:`Backend`
-and registers itself in :data:`amldist.backends.BACKENDS`. What it provides:
+A backend (``local``, ``azureml``, ``slurm``, or one an installed package registers under the entry-point
+group ``amldist.backends``: see :mod:`amldist.backends`) subclasses :class:`Backend`. What it provides:
 
 - ``options_type``: a frozen dataclass of the backend's own options, a subclass of :class:`Options`;
   :meth:`Backend.options` builds it from the parsed CLI arguments (each field from the argument of
   the same name) or from keywords, so the CLI and the Python API give a backend the same thing;
+- its command-line flags, as data (:class:`Flag`): ``submit_flags`` fill its options, ``job_flags`` say
+  where its jobs are (its constructor's keywords, :meth:`Backend.from_args`), ``select_flag`` picks it
+  (``--local``); the CLI adds them and refuses them for a job going to another backend;
 - :meth:`Backend.plan` ``(prepared, options) -> Plan``: *pure* (starts nothing, writes nothing,
-  sends nothing, needs no credentials). ``prepared`` is a :class:`~amldist.submit.prepared.PreparedJob`
-  or a :class:`~amldist.submit.pipeline.PreparedPipeline` (a type, not an attribute probe). The
-  :class:`Plan` describes itself (``describe()``, what ``--dry-run`` prints, secrets masked) and
-  serialises to JSON (``to_json()``);
-- :meth:`Backend.run` ``(plan) -> JobRecord``: the only step that acts, doing what the plan says;
+  sends nothing, needs no credentials). The contract tells a :class:`~amldist.submit.prepared.PreparedJob`
+  from a :class:`~amldist.submit.pipeline.PreparedPipeline` once (by type) and calls the backend's
+  :meth:`~Backend.plan_job` or :meth:`~Backend.plan_pipeline`. The :class:`Plan` describes itself
+  (``describe()``, what ``--dry-run`` prints, secrets masked) and serialises to JSON (``to_json()``);
+- :meth:`Backend.run` ``(plan) -> JobRecord``: the only step that acts, doing what the plan says
+  (:meth:`~Backend.run_job` or :meth:`~Backend.run_pipeline`, by the plan's ``kind``);
 - the lifecycle verbs of ``amldist job``: :meth:`~Backend.list`, :meth:`~Backend.show`,
   :meth:`~Backend.logs`, :meth:`~Backend.cancel`, :meth:`~Backend.download`, each returning (or
   printing and returning) a :class:`JobRecord`. Where to look (a run root, a workspace, a cluster)
-  is given to the backend's constructor, as ``get_backend(name, **settings)`` passes it.
+  is given to the backend's constructor, as ``get_backend(name, **settings)`` passes it;
+- :meth:`~Backend.run_logs`: what ``amldist job diagnose`` reads (:class:`RunLogs`); by default the
+  backend's own :meth:`~Backend.download` of the logs, so every backend is diagnosed.
 
 A :class:`JobRecord` is frozen and the same for every backend and for jobs and pipelines alike:
 name, ``kind`` (``"job"`` or ``"pipeline"``), the status in Azure ML's words (:data:`STATUSES`),

@@ -52,7 +52,8 @@ def add(parser, verb: str) -> Declared:
     """Add ``--backend``, the backends' select flags and their ``verb`` flags (``"submit"`` or ``"job"``)."""
     classes = _loaded_classes()
     parser.add_argument("--backend", metavar="NAME", default=argparse.SUPPRESS,
-                        help="where the job goes: " + ", ".join(classes) + " (a package adds its own by entry point)")
+                        help=("where the job goes: " if verb == "submit" else "where the job is: ")
+                        + ", ".join(classes) + " (a package adds its own by entry point)")
     owners: dict = {}
     added: set[str] = set()
     for name, cls in classes.items():

@@ -151,6 +151,9 @@ class PipelineGraph:
     outputs: dict  # pipeline output name -> OutputRef
     inputs: dict  # pipeline input name -> its value as resolved
     local_problem: str | None = None  # why the whole pipeline cannot run here (a registered top component)
+    # the typed step tree as written (amldist.rules.pipeline_graph.Step: components loaded once), read
+    # once here for every backend: the Azure backend builds its request from it, never walking the YAML again
+    steps: list = field(default_factory=list)
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
@@ -229,7 +232,7 @@ def resolve(data: dict, base_dir: str, file: str) -> PipelineGraph:
     if not nodes and problem is None:
         raise UserError(f"{file}: the pipeline has no steps (jobs:)")
     return PipelineGraph(data.get("name"), data.get("display_name"), _ordered(nodes, file), outputs,
-                         pipeline_inputs, problem)
+                         pipeline_inputs, problem, steps)
 
 
 def _component_inputs(component: dict, given: dict, folder: str) -> dict:

@@ -71,26 +71,31 @@ def _component_v2(step) -> dict | None:
     return copy.deepcopy(spec.to_dict())
 
 
-def bundle_steps(data: dict, base_dir: str, file: str = "pipeline") -> tuple[dict, list[BundledStep], list[str]]:
+def bundle_steps(data: dict, base_dir: str, tree: list) -> tuple[dict, list[BundledStep], list[str]]:
     """The pipeline with each distributed step's component inline, and what each snapshot will hold.
 
-    A nested pipeline component holding such a step is written inline too, its own relative paths
-    made absolute from its file's folder (:func:`amldist.azure_sdk.component_paths.absolute_pipeline`)."""
-    data = copy.deepcopy(data)
+    ``tree`` is the prepared graph's typed steps (:attr:`amldist.submit.pipeline.PipelineGraph.steps`), whose
+    nodes are the very mappings of ``data``'s ``jobs:``: each is found in the copy sent by identity (the
+    copy's memo), never by walking the YAML again. A nested pipeline component holding such a step is
+    written inline too, its own relative paths made absolute from its file's folder
+    (:func:`amldist.azure_sdk.component_paths.absolute_pipeline`)."""
+    memo: dict = {}
+    data = copy.deepcopy(data, memo)
     steps, warnings = [], []
-    tree = pipeline_graph.pipeline_steps(data, base_dir, file) if "jobs" in data else []
-    _bundle_level(data, tree, base_dir, (), steps, warnings)
+    _bundle_level(memo, tree if "jobs" in data else [], base_dir, (), steps, warnings)
     return data, steps, warnings
 
 
-def _bundle_level(level: dict, tree: list, base_dir: str, path: tuple, steps: list, warnings: list) -> bool:
-    """Bundle the distributed steps of one level (``level`` holds its ``jobs:``); True when one was."""
+def _bundle_level(memo: dict, tree: list, base_dir: str, path: tuple, steps: list, warnings: list) -> bool:
+    """Bundle the distributed steps of one level (``memo``: the copy of that level, original id -> copy);
+    True when one was."""
     changed = False
     for step in tree:
-        node, where = level["jobs"][step.name], path + ("jobs", step.name)
+        node, where = memo[id(step.node)], path + ("jobs", step.name)
         if step.children is not None:
-            sub = copy.deepcopy(step.component_data)
-            if _bundle_level(sub, step.children, step.component_dir, where + ("component",), steps, warnings):
+            inner: dict = {}
+            sub = copy.deepcopy(step.component_data, inner)
+            if _bundle_level(inner, step.children, step.component_dir, where + ("component",), steps, warnings):
                 node["component"] = component_paths.absolute_pipeline(sub, step.component_dir)
                 changed = True
             continue
@@ -169,7 +174,7 @@ def plan_pipeline(prepared: PreparedPipeline, options: SubmitOptions, *, environ
     data = prepared.job.to_dict()
     data["name"] = job_name(options.name, data.get("name"))
     workspace, problem = workspace_or_problem(environ, cwd, options)
-    sent, steps, warnings = bundle_steps(data, prepared.base_dir, prepared.source)
+    sent, steps, warnings = bundle_steps(data, prepared.base_dir, prepared.graph.steps)
     body = rest_body(from_data(_nested_as_written(sent, data), file=prepared.source), base_dir=prepared.base_dir)
     return AzurePipelinePlan(sent, prepared.base_dir, steps, workspace, problem, body, data.get("name"), warnings,
                              options.stream)
@@ -201,11 +206,12 @@ def submit_pipeline(plan: AzurePipelinePlan, *, client_for, call) -> object:
         raise plan.workspace_problem
     for message in plan.warnings:
         print(f"warning: {message}", file=sys.stderr)
-    data = copy.deepcopy(plan.data)
+    memo: dict = {}
+    data = copy.deepcopy(plan.data, memo)
     with ExitStack() as stack:
         for step in plan.steps:
             written = stack.enter_context(materialized(step.snapshot))
-            node = _node_at(data, step.path)
+            node = memo.get(id(step.component)) or _node_at(data, step.path)  # a nested step's: rewritten, by path
             target = node["component"] if isinstance(node.get("component"), dict) else node
             target["code"] = written.path
         nested = {step.path[1] for step in plan.steps if len(step.path) > 2}  # top-level steps rewritten inline
