@@ -39,6 +39,7 @@ from amldist.backends.local.code_copy import ALWAYS_SKIPPED, check_code_source
 from amldist.backends.local.command import literal_text
 from amldist.backends.local.job_values import job_command
 from amldist.rules.fabric import size_variables
+from amldist.runtime.evidence import EVIDENCE_FOLDER, EVIDENCE_VAR
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
 from amldist.rules import counts, paths, process_counts, snapshot_preview
@@ -90,6 +91,9 @@ class LocalPlan:
     stream: bool = False
     status_line: bool | None = None
     python: str = ""  # the interpreter `python` runs in every process (launchers.python_path)
+    # run_dir -> one line naming the rank that broke a failed run and why, or None: the diagnosis layer's
+    # (LocalOptions.explain), so the run's `error:` line and status.json name the culprit, not the first to exit
+    explain: object = field(default=None, repr=False, compare=False)
 
     @property
     def code_dir(self) -> str:
@@ -130,10 +134,11 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     job_vars = {**size_variables(getattr(job.resources, "instance_type", None)), **filled.variables}
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
-    info = envs.run_info(name, layout.nodes)
     cwd = os.path.join(run_dir, "code")
     shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
     log_dir = os.path.join(run_dir, "user_logs")
+    # every rank's Flight Recorder dump and error file go next to the logs, for `job diagnose`
+    info = {**envs.run_info(name, layout.nodes), EVIDENCE_VAR: os.path.join(log_dir, EVIDENCE_FOLDER)}
 
     ranks = []
     for slot in layout.slots:
@@ -154,7 +159,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      notes=notes, warnings=warnings, includes=tuple(getattr(prepared, "code_includes", ())),
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
-                     python=python)
+                     python=python, explain=getattr(options, "explain", None))
 
 
 def value_warnings(rendered, diagnostics) -> list[str]:
