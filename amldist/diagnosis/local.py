@@ -9,13 +9,17 @@ come from mpirun's own report in ``user_logs/mpi_log.txt``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 
 from amldist.backends.local import jobs, records
+from amldist.diagnosis import collectives
 from amldist.diagnosis.analysis import Diagnosis, diagnose
 from amldist.diagnosis.logs import job_context, load_job_file, mpi_failure, read_tail
 from amldist.diagnosis.signatures import RankLog
+from amldist.runtime.evidence import EVIDENCE_FOLDER
 
 
 def mtime(path: str | None) -> float | None:
@@ -65,10 +69,36 @@ def diagnose_run(run_root: str, name: str, *, vm_size: str | None = None) -> Dia
 
 
 def diagnose_record(run, *, vm_size: str | None = None) -> Diagnosis:
+    run_dir = run.details.get("run_dir") or ""
     logs = rank_logs(run)
-    job = load_job_file(os.path.join(run.details.get("run_dir") or "", "job.yml"))
+    job = load_job_file(os.path.join(run_dir, "job.yml"))
     ctx = job_context(job, len(logs), vm_size)
-    return diagnose(logs, ctx, job=run.name, status=run.status, backend="local")
+    evidence = collectives.read_folder(os.path.join(run_dir, "user_logs", EVIDENCE_FOLDER))
+    result = diagnose(logs, ctx, job=run.name, status=run.status, backend="local", evidence=evidence)
+    if result.finding is not None and result.finding.frame:
+        frame = users_path(result.finding.frame, os.path.join(run_dir, "code"), code_source(run_dir))
+        result.finding = dataclasses.replace(result.finding, frame=frame)
+    return result
+
+
+def code_source(run_dir: str) -> str | None:
+    """The folder the run's code was copied from (status.json's ``code_source``), None when unknown."""
+    try:
+        state = json.loads((records.read_bytes(run_dir) or b"{}").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, records.StateError):
+        return None
+    source = state.get("code_source") if isinstance(state, dict) else None
+    return source if isinstance(source, str) and os.path.isabs(source) else None
+
+
+def users_path(frame: str, copy: str, source: str | None) -> str:
+    """A frame in the run folder's copy of the code (``.../runs/NAME/code/train.py``) as the user's own file
+    (``SOURCE/train.py``), which is the one to edit; unchanged when it is elsewhere or the source is unknown."""
+    if not source:
+        return frame
+    prefix = os.path.join(copy, "")
+    return re.sub(r'File "([^"]+)"', lambda m: f'File "{os.path.join(source, m.group(1)[len(prefix):])}"'
+                  if m.group(1).startswith(prefix) else m.group(0), frame, count=1)
 
 
 def diagnose_pipeline(run, *, vm_size: str | None = None) -> Diagnosis:
@@ -80,3 +110,20 @@ def diagnose_pipeline(run, *, vm_size: str | None = None) -> Diagnosis:
     result = diagnose_record(jobs.get_step(run, step.name), vm_size=vm_size)
     result.job, result.step, result.status = run.name, step.name, run.status
     return result
+
+
+def explain_failure(run_dir: str) -> tuple[str, str] | None:
+    """(rank label, "signature: line") for a failed local job's culprit, as its `error:` line and status.json
+    say it; None when the diagnosis names no cause."""
+    result = diagnose_run(os.path.dirname(run_dir), os.path.basename(run_dir))
+    if result.rank is None or result.finding is None:
+        return None
+    where = frame_place(result.finding.frame)
+    return result.rank.label, f"{result.finding.signature}: {result.finding.line[:300]}" + (
+        f" (at {where})" if where else "")
+
+
+def frame_place(frame: str | None) -> str | None:
+    """``File "/src/train.py", line 20, in step`` as ``/src/train.py:20``."""
+    match = re.match(r'File "([^"]+)", line (\d+)', frame or "")
+    return f"{match.group(1)}:{match.group(2)}" if match else None
