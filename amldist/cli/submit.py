@@ -72,8 +72,10 @@ def run(args) -> int:
     from amldist.backends.submit import submit
     from amldist.cli.diagnose import after_local_run
     from amldist.cli.job import file_argument
+    from amldist.diagnosis.local import explain_failure
 
     args.file = file_argument(args)
+    args.explain = explain_failure  # a failed local run's error line names the rank the diagnosis names
     if args.slurm and args.local:
         from amldist.errors import UserError
 

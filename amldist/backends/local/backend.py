@@ -35,6 +35,9 @@ class LocalOptions(Options):
     status_line: bool | None = None  # None: a live status line only when stdout is a terminal
     python: str | None = None  # --python: the ranks' python; None: the interpreter amldist runs in
     max_parallel: int | None = None  # --max-parallel: processes a pipeline's steps may run at once
+    # run_dir -> the one line that names a failed run's culprit (`amldist submit` passes the diagnosis's);
+    # None: the error line names the first process that exited
+    explain: object = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class LocalJobPlan(Plan):
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self.local)
+        data.pop("explain", None)  # a function, not part of what the run does
         data["distribution"] = data.pop("kind")  # "kind" is job|pipeline in every plan and record
         return mask_tree({"backend": self.backend, "kind": self.kind, **data})
 

@@ -160,6 +160,7 @@ class RunState(_StateFile):
                           "exit_code": None} if launcher else None),
             "outputs": {name: {"path": path, "type": kind} for name, (path, kind) in plan.outputs.items()},
             "logs": plan.log_dir,
+            "code_source": plan.code_source,  # where the code was copied from: `job diagnose` points there
         }
         self._codes: list = []
         self._write()
@@ -206,6 +207,12 @@ class RunState(_StateFile):
                                   else f"{failed_label or 'a process'} exited with a non-zero code")
         self._end(status)
         return self.data
+
+
+    def amend_error(self, text: str) -> None:
+        """After the end: the diagnosed cause replaces the supervisor's "a process exited" error."""
+        self.data["error"] = text
+        self._write()
 
 
 class PipelineState(_StateFile):
