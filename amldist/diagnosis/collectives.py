@@ -34,7 +34,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from amldist.diagnosis.signatures import Finding, signal_of, signal_text
+from amldist.diagnosis.signatures import Finding, signal_text
 from amldist.model.files import FileProblem, read_bytes
 
 MAX_EVIDENCE_BYTES = 16 * 2**20  # a dump of TORCH_FR_BUFFER_SIZE=2000 entries is under 1 MiB
@@ -249,7 +249,7 @@ def blame(found: list, evidence: Evidence, world: int, stuck=None):
     if own is not None and not own.consequence and own.signature != "stall":
         return log, own, f"{att.evidence}: {att.line}"
     frame = error_frame(evidence.errors.get(log.rank))
-    if att.signature == "collective-behind" and log.exit_code is not None and signal_of(log.exit_code) is None:
+    if att.signature == "collective-behind" and log.exit_code == 0:  # it left, content, while the others waited
         line = f"{att.line}; it ended by itself ({signal_text(log.exit_code)})"
         return log, Finding("left-early", line, f"{log.label} left the job while the others waited in a collective: "
                             "every rank must reach the same collectives (and call amldist.runtime.destroy() at the "
