@@ -43,6 +43,8 @@ def test_pytorch_ranks_get_exactly_azure_mls_variables(tmp_path):
         assert rank.added == {
             "PATH": python_path(os.environ["PATH"], sys.executable, os.path.join(p.run_dir, "bin")),
             "AZUREML_RUN_ID": p.job_name, "AZUREML_NODE_COUNT": "2",
+            # amldist's own: where the runtime shim leaves each rank's evidence for `job diagnose`
+            "AMLDIST_EVIDENCE_DIR": os.path.join(p.run_dir, "user_logs", "amldist"),
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "WORLD_SIZE": "4",
             "NODE_RANK": str(node), "RANK": str(index), "LOCAL_RANK": str(local),
         }
