@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 
+from amldist.diagnosis import collectives
 from amldist.diagnosis.analysis import Diagnosis, diagnose
 from amldist.diagnosis.logs import PROCESS_LOG, job_context, last_timestamp, mpi_failure, read_tail
 from amldist.diagnosis.signatures import RankLog
@@ -71,7 +72,9 @@ def diagnose_entity(client, workspace, entity, *, vm_size: str | None = None) ->
         for log in logs:
             log.log = os.path.relpath(log.log, folder)  # the path inside the job's artifacts
         ctx = job_context(job, len(logs), vm_size)
-        return diagnose(logs, ctx, job=name, status=status, backend="azureml")
+        found = collectives.find_folder(folder)  # the ranks' Flight Recorder dumps, when the job used the shim
+        evidence = collectives.read_folder(found) if found else None
+        return diagnose(logs, ctx, job=name, status=status, backend="azureml", evidence=evidence)
 
 
 def diagnose_job(name: str, *, workspace=None, resource_group=None, subscription=None,

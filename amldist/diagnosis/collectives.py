@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 
 from amldist.diagnosis.signatures import Finding, signal_text
 from amldist.model.files import FileProblem, read_bytes
+from amldist.runtime.evidence import EVIDENCE_FOLDER
 
+EVIDENCE_DIR_NAME = EVIDENCE_FOLDER  # user_logs/amldist/ of a local run, logs/amldist/ on Azure ML
 MAX_EVIDENCE_BYTES = 16 * 2**20  # a dump of TORCH_FR_BUFFER_SIZE=2000 entries is under 1 MiB
 EVIDENCE_FILE = re.compile(r"^rank_(\d{1,7})\.(fr|error)\.json$")
 NCCL_WORK = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)")
@@ -103,6 +105,19 @@ def read_folder(folder: str) -> Evidence:
             if trail is not None:
                 found.trails[rank] = trail
     return found
+
+
+def find_folder(root: str, max_depth: int = 4) -> str | None:
+    """An Azure ML job's evidence folder in its downloaded artifacts: ``logs/amldist/`` at most ``max_depth``
+    folders down (``az ml job download`` and ``MLClient.jobs.download`` nest it under ``artifacts/``); never
+    under ``outputs/`` (what a job writes there is its own) and never through a link."""
+    for here, folders, _files in os.walk(root):
+        depth = os.path.relpath(here, root).count(os.sep) + (here != root)
+        folders[:] = [] if depth >= max_depth else sorted(f for f in folders if f != "outputs"
+                                                          and not os.path.islink(os.path.join(here, f)))
+        if os.path.basename(here) == "logs" and EVIDENCE_DIR_NAME in folders:
+            return os.path.join(here, EVIDENCE_DIR_NAME)
+    return None
 
 
 def fr_trail(rank: int, dump) -> Trail | None:

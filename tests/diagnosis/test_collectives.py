@@ -161,3 +161,15 @@ def test_evidence_files_that_are_not_regular_or_not_json_are_skipped_without_a_h
     (tmp_path / "rank_04.fr.json").write_text(json.dumps(dump(*steps(2))))
     found = collectives.read_folder(str(tmp_path))
     assert list(found.trails) == [4]
+
+
+def test_an_azure_ml_download_has_its_evidence_found_under_artifacts_logs_and_never_under_outputs(tmp_path):
+    decoy = tmp_path / "artifacts" / "outputs" / "logs" / "amldist"  # written by the job itself: not evidence
+    decoy.mkdir(parents=True)
+    assert collectives.find_folder(str(tmp_path)) is None
+    real = tmp_path / "artifacts" / "logs" / "amldist"
+    real.mkdir(parents=True)
+    assert collectives.find_folder(str(tmp_path)) == str(real)
+    deep = tmp_path / "deep"
+    (deep / "a" / "b" / "c" / "d" / "logs" / "amldist").mkdir(parents=True)
+    assert collectives.find_folder(str(deep)) is None  # the walk is bounded
