@@ -59,7 +59,8 @@ def test_a_rank_behind_never_entered_the_collective_the_others_waited_in():
     dumps[2] = dump(*steps(4))
     att = collectives.attribute(trails(dumps), 4)
     assert (att.signature, att.ranks) == ("collective-behind", [2])
-    assert att.line == "rank 2 never entered collective #5 (all_reduce [4]) that ranks 0, 1, 3 waited in; its last was #4"
+    assert att.line == ("rank 2 never entered collective #5 (all_reduce [4]) that ranks 0, 1, 3 waited in; "
+                        "its last was #4")
 
 
 def test_a_rank_ahead_called_a_collective_no_other_rank_called():
