@@ -75,9 +75,10 @@ def diagnose_record(run, *, vm_size: str | None = None) -> Diagnosis:
     ctx = job_context(job, len(logs), vm_size)
     evidence = collectives.read_folder(os.path.join(run_dir, "user_logs", EVIDENCE_FOLDER))
     result = diagnose(logs, ctx, job=run.name, status=run.status, backend="local", evidence=evidence)
-    if result.finding is not None and result.finding.frame:
-        frame = users_path(result.finding.frame, os.path.join(run_dir, "code"), code_source(run_dir))
-        result.finding = dataclasses.replace(result.finding, frame=frame)
+    if result.finding is not None:
+        copy, source = os.path.join(run_dir, "code"), code_source(run_dir)
+        result.finding = dataclasses.replace(result.finding, line=users_path(result.finding.line, copy, source),
+                                             frame=users_path(result.finding.frame, copy, source))
     return result
 
 
@@ -91,25 +92,13 @@ def code_source(run_dir: str) -> str | None:
     return source if isinstance(source, str) and os.path.isabs(source) else None
 
 
-def users_path(frame: str, copy: str, source: str | None) -> str:
-    """A frame in the run folder's copy of the code (``.../runs/NAME/code/train.py``) as the user's own file
-    (``SOURCE/train.py``), which is the one to edit; unchanged when it is elsewhere or the source is unknown."""
-    if not source:
-        return frame
-    prefix = os.path.join(copy, "")
-    return re.sub(r'File "([^"]+)"', lambda m: f'File "{os.path.join(source, m.group(1)[len(prefix):])}"'
-                  if m.group(1).startswith(prefix) else m.group(0), frame, count=1)
-
-
-def diagnose_pipeline(run, *, vm_size: str | None = None) -> Diagnosis:
-    """The failed step that started first, then that step's own diagnosis."""
-    failed = [s for s in run.steps if s.status == "Failed"]
-    if not failed:
-        return Diagnosis(run.name, run.status, "local")
-    step = sorted(failed, key=lambda s: s.start_time or "")[0]
-    result = diagnose_record(jobs.get_step(run, step.name), vm_size=vm_size)
-    result.job, result.step, result.status = run.name, step.name, run.status
-    return result
+def users_path(text: str | None, copy: str, source: str | None) -> str | None:
+    """Paths into the run folder's copy of the code (``.../runs/NAME/code/train.py``) in ``text`` (a frame, a
+    stall line) as the user's own file (``SOURCE/train.py``), the one to edit; unchanged when the source is
+    unknown (a run from before status.json recorded it)."""
+    if not text or not source:
+        return text
+    return text.replace(os.path.join(copy, ""), os.path.join(source, ""))
 
 
 def explain_failure(run_dir: str) -> tuple[str, str] | None:
@@ -119,8 +108,9 @@ def explain_failure(run_dir: str) -> tuple[str, str] | None:
     if result.rank is None or result.finding is None:
         return None
     where = frame_place(result.finding.frame)
-    return result.rank.label, f"{result.finding.signature}: {result.finding.line[:300]}" + (
-        f" (at {where})" if where else "")
+    line = re.sub(r"^amldist\.runtime: stall: |; every rank writes its Python stack.*$", "", result.finding.line)
+    return result.rank.label, f"{result.finding.signature}: {line[:300]}" + (
+        f" (at {where})" if where and where not in line else "")
 
 
 def frame_place(frame: str | None) -> str | None:
