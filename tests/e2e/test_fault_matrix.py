@@ -115,6 +115,7 @@ def test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose(cl
     error_line = next(line for line in err.splitlines() if line.startswith("error:"))
     assert error_line.startswith(f"error: rank {target} of job {name}: "), err[-3000:]
     assert any(error_line.startswith(f"error: rank {target} of job {name}: {cause}: ") for cause in CASES[mode])
+    assert f"{os.sep}.amldist{os.sep}runs{os.sep}" not in error_line  # paths are the user's, not the run's copy
 
     code, shown, _ = cli("job", "show", name)
     assert f"error: rank {target}: " in shown  # job show agrees with the first screen
