@@ -101,6 +101,17 @@ def users_path(text: str | None, copy: str, source: str | None) -> str | None:
     return text.replace(os.path.join(copy, ""), os.path.join(source, ""))
 
 
+def diagnose_pipeline(run, *, vm_size: str | None = None) -> Diagnosis:
+    """The failed step that started first, then that step's own diagnosis."""
+    failed = [s for s in run.steps if s.status == "Failed"]
+    if not failed:
+        return Diagnosis(run.name, run.status, "local")
+    step = sorted(failed, key=lambda s: s.start_time or "")[0]
+    result = diagnose_record(jobs.get_step(run, step.name), vm_size=vm_size)
+    result.job, result.step, result.status = run.name, step.name, run.status
+    return result
+
+
 def explain_failure(run_dir: str) -> tuple[str, str] | None:
     """(rank label, "signature: line") for a failed local job's culprit, as its `error:` line and status.json
     say it; None when the diagnosis names no cause."""
