@@ -133,3 +133,33 @@ def test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose(cl
     if mode != "kill":  # a rank killed by SIGKILL leaves no evidence of its own; the others do
         assert data["evidence"].startswith("flight recorder of 4 ranks")
     assert sorted(os.listdir(tmp_path / ".amldist" / "runs" / name / "user_logs" / "amldist"))  # the dumps
+
+
+@pytest.mark.parametrize("explain, named", [
+    (lambda run_dir: ("rank 0", "collective-behind: rank 0 never entered collective #4"), "rank 0"),
+    (lambda run_dir: None, "rank 1"),  # no cause found: the first process that exited, as before
+    (lambda run_dir: 1 / 0, "rank 1"),  # a diagnosis that fails never changes how the run ends
+])
+def test_the_error_line_and_status_json_follow_the_explainer_or_fall_back(tmp_path, explain, named):
+    import io
+
+    from amldist.backends.local.plan import plan
+    from amldist.backends.local.records import read_record
+    from amldist.backends.local.supervisor import launch
+    from amldist.submit.prepare import prepare
+    from amldist.submit.prepared import SubmitOptions
+
+    (tmp_path / "job.yml").write_text(textwrap.dedent("""\
+        type: command
+        command: if [ "$RANK" = 1 ]; then exit 3; fi; sleep 30
+        environment: azureml:AzureML-sklearn-1.5@latest
+        distribution: {type: pytorch, process_count_per_instance: 2}
+        """))
+    options = SubmitOptions(run_root=str(tmp_path / "runs"), grace_seconds=0.5, status_line=False)
+    p = plan(prepare(str(tmp_path / "job.yml")), options)
+    p.explain = explain
+    err = io.StringIO()
+    assert launch(p, out=io.StringIO(), err=err) == 1
+    error_line = next(line for line in err.getvalue().splitlines() if line.startswith("error:"))
+    assert error_line.startswith(f"error: {named} of job {p.job_name}")
+    assert read_record(p.run_dir).error.startswith(named)  # what `amldist job show` prints
