@@ -256,6 +256,9 @@ class RunLogs:
     log_times: bool = True
     step: str | None = None
     faults: tuple = ()  # the fault drill's faults as recorded ({"text", "kind", "fired_at", "processes", ...})
+    evidence_dir: str | None = None  # the ranks' Flight Recorder dumps and error files (amldist.runtime.evidence)
+    code_copy: str | None = None  # the run's copy of the code, whose paths the diagnosis shows as ...
+    code_source: str | None = None  # ... the user's own folder it was copied from
 
 
 def first_failed_step(record: JobRecord) -> StepRecord | None:

@@ -66,9 +66,11 @@ def run(args) -> int:
     from amldist.backends.submit import submit
     from amldist.cli.diagnose import after_run
     from amldist.cli.job import file_argument
+    from amldist.diagnosis.backend import explain_failure
 
     args.file = file_argument(args)
     chosen, said = backend_flags.selected(args, args.declared) or (None, None)
+    args.explain = explain_failure  # a failed local run's error line names the rank the diagnosis names
     json_output = args.format == "json" and not args.dry_run
     # --format json: everything the run prints goes to stderr, stdout gets one JSON object
     with contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext():

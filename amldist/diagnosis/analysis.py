@@ -8,6 +8,11 @@ the launcher) come after every rank with a cause of its own. When only such rank
 cause is a rank that left: one that exited while the others still waited for it (``left-early``),
 or, after a collective timeout, the ranks that never reached it (``never-joined``). The stall
 watchdog's own line names the stuck rank outright.
+
+Before all of that, what the ranks' collectives say (:mod:`amldist.diagnosis.collectives`: the Flight
+Recorder's dumps, or NCCL's watchdog lines) names the rank that called a different collective, is behind or
+ahead; the rule above decides only when that evidence is missing or the ranks agree. ``Diagnosis.evidence``
+says which evidence the answer rests on.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from amldist.diagnosis import collectives
 from amldist.diagnosis.nodes import blame_node
 from amldist.diagnosis.signatures import (STALL_RE, Context, Finding, RankLog, classify, lines_of, nccl_sockets,
                                           signal_text, user_frame)
@@ -34,6 +40,7 @@ class Diagnosis:
     notes: list = field(default_factory=list)  # findings about the job besides the cause (e.g. NCCL on sockets)
     step: str | None = None  # for a pipeline: the failed step
     ranks: list = field(default_factory=list)  # every RankLog, in rank order
+    evidence: str | None = None  # what the answer rests on: "flight recorder of 4 ranks", ...
 
     @property
     def exit_code(self) -> int:
@@ -55,16 +62,24 @@ def by_time(item: tuple[RankLog, Finding | None]) -> tuple:
     return (math.inf if log.ended is None else log.ended, finding is None, -1 if log.rank is None else log.rank)
 
 
-def diagnose(logs: list[RankLog], ctx: Context, *, job: str, status: str | None, backend: str) -> Diagnosis:
+def diagnose(logs: list[RankLog], ctx: Context, *, job: str, status: str | None, backend: str,
+             evidence: collectives.Evidence | None = None) -> Diagnosis:
     found = [(log, classify(log, ctx)) for log in logs]
     for log, finding in found:
         log.signature = finding.signature if finding is not None else None
     result = Diagnosis(job, status, backend, ranks=logs)
     result.notes = sockets_notes(logs, ctx)
     stuck = stalled(found)
+    # what every rank's collectives say comes first; then the watchdog; then the first failure by time
+    blamed = collectives.blame(found, evidence or collectives.Evidence(), ctx.world or len(logs), stuck)
+    if blamed is not None:
+        result.rank, result.finding, result.evidence = blamed
+        return result
     if stuck is not None:
         result.rank, result.finding = stuck
+        result.evidence = "amldist's stall watchdog"
         return result
+    result.evidence = f"exit codes, end times and log lines of {len(logs)} ranks (the first failure by time)"
     failing = [(log, f) for log, f in found if failed(log, f)]
     causes = sorted(((log, f) for log, f in failing if f is None or not f.consequence), key=by_time)
     if causes:

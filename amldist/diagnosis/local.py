@@ -10,9 +10,11 @@ mpirun the failing rank and its exit code come from mpirun's own report (``user_
 from __future__ import annotations
 
 import os
+import re
 
 from amldist.diagnosis.logs import mpi_failure, read_tail
 from amldist.diagnosis.signatures import RankLog
+from amldist.runtime.evidence import EVIDENCE_FOLDER
 
 
 def mtime(path: str | None) -> float | None:
@@ -39,3 +41,18 @@ def rank_logs(found) -> list[RankLog]:
             if reported is not None and log.rank == reported[0]:
                 log.exit_code, log.ended = reported[1], launcher.exit_time or mtime(launcher.log)
     return logs
+
+
+def users_path(text: str | None, copy: str, source: str | None) -> str | None:
+    """Paths into the run folder's copy of the code (``.../runs/NAME/code/train.py``) in ``text`` (a frame, a
+    stall line) as the user's own file (``SOURCE/train.py``), the one to edit; unchanged when the source is
+    unknown (a run from before status.json recorded it)."""
+    if not text or not source:
+        return text
+    return text.replace(os.path.join(copy, ""), os.path.join(source, ""))
+
+
+def frame_place(frame: str | None) -> str | None:
+    """``File "/src/train.py", line 20, in step`` as ``/src/train.py:20``."""
+    match = re.match(r'File "([^"]+)", line (\d+)', frame or "")
+    return f"{match.group(1)}:{match.group(2)}" if match else None

@@ -49,7 +49,7 @@ def to_json(d: Diagnosis) -> dict:
                  "field": f.field if f else None, "frame": cut(f.frame) if f else None,
                  "ranks": f.ranks if f else [], "tail": "\n".join(tail_lines(d)) if f is None else None}
     return {"job": d.job, "backend": d.backend, "status": d.status, "step": d.step, "found_cause": d.exit_code == 0,
-            "first_failure": first,
+            "first_failure": first, "evidence": d.evidence,
             "notes": [{"signature": n.signature, "line": n.line, "hint": n.hint, "field": n.field} for n in d.notes],
             "ranks": [{"rank": r.rank, "label": r.label, "node": r.node, "host": r.host, "exit_code": r.exit_code,
                        "ended": when(r.ended), "signature": r.signature, "log": r.log} for r in d.ranks]}
@@ -79,6 +79,8 @@ def to_text(d: Diagnosis, *, cwd: str | None = None) -> str:
                 lines.append(f"  where: {shown(f.frame)}")
             lines.append(f"fix: {shown(f.hint)}" + (f" [spec: {f.field}]" if f.field else ""))
         lines.append(f"log: {shown(rel(r.log))}")
+        if d.evidence:
+            lines.append(f"evidence: {shown(d.evidence)}")
         others = [f"{o.label} {o.signature or signal_text(o.exit_code)}" for o in d.ranks
                   if o is not r and (o.signature or o.exit_code not in (None, 0))]
         if others:

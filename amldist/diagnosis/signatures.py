@@ -333,6 +333,12 @@ FUNCTION_ROWS = {
 }
 # What the analysis concludes across ranks (amldist/diagnosis/analysis.py) rather than from one log.
 ANALYSIS_ROWS = (
+    ("`collective-mismatch` (attribution)", "the ranks' Flight Recorder dumps (or NCCL's `WorkNCCL(SeqNum=..., "
+     "OpType=...)` lines) differ at one sequence number: the minority is named", "`command`"),
+    ("`collective-behind` / `collective-ahead`", "a rank's last collective is before (it never entered) or after (an "
+     "extra one) the others'", "`command`"),
+    ("`injected-preempt` / `injected-kill` / `injected-hang`", "the fault drill (`--inject`) struck the run: the "
+     "fault is the cause, never the script", "none: a drill (`--retry N` resubmits)"),
     ("`never-joined`", "ranks timed out in a collective: the ranks without the timeout never joined it", "`command`"),
     ("`left-early`", "a rank ended (even with 0) while the others still waited for it", "`command`"),
     ("`hung`", "every rank was stopped by the launcher (limits.timeout, a cancel) and none failed by itself",

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Collection, MutableMapping
 
-from . import diagnostics
+from . import diagnostics, evidence
 from .detection import detect
 from .dist_env import DistEnv, DistEnvError
 from .env_reader import quote
@@ -117,6 +117,7 @@ def init_distributed(backend: str = "auto", timeout=None, *, debug: bool | None 
         device = torch.device("cuda", index)
     # Before init, so the diagnostics are there to read when the rendezvous hangs.
     diagnostics.report(env, os.environ, flag=debug)
+    evidence.arm(env.rank, os.environ)  # the Flight Recorder is read when the group is formed: before init
     parameters = inspect.signature(dist.init_process_group).parameters
     dist.init_process_group(**init_kwargs(parameters, name, timeout, device))
     # Registered after torch's own import, so it runs before torch's hooks (atexit is LIFO).
@@ -156,6 +157,7 @@ def _collect_at_exit() -> None:
     """atexit hook: tear the group down (if the script did not) and free what still refers to it
     while the interpreter is whole; see destroy()."""
     _stop_watchdog()
+    evidence.before_teardown()  # a rank leaving with its group up writes why, while the group can still say
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_initialized():
         dist.destroy_process_group()  # no barrier here: a rank may be exiting on an error

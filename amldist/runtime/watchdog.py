@@ -178,6 +178,10 @@ class Watchdog:
             self.out.flush()
             faulthandler.dump_traceback(file=self.out, all_threads=True)
             self.out.flush()
+            from . import evidence
+
+            evidence.write("stall", detail=f"stall: rank {stuck} {what}",
+                           frame=evidence.stack_frame(sys._current_frames().get(self.main)))
         finally:
             self.store.add(PREFIX + "dumped", 1)
         self.wait_for_others(int(stuck))

@@ -24,6 +24,7 @@ from amldist.backends.local import jobs, log_files, records
 from amldist.backends.local.plan import LocalPlan, describe, plan
 from amldist.backends.local.records import read_record
 from amldist.rules.counts import count_option
+from amldist.runtime.evidence import EVIDENCE_FOLDER
 from amldist.rules.secrets import mask_tree
 from amldist.submit.prepared import PreparedWork
 
@@ -44,6 +45,9 @@ class LocalOptions(Options):
     retry_on: str | None = None  # --retry-on CAUSES: the same
     attempt_of: str | None = None  # a retry: the first attempt's job name (amldist.diagnosis.retry)
     attempt: int = 1  # which attempt this run is
+    # run_dir -> the one line that names a failed run's culprit (`amldist submit` passes the diagnosis's);
+    # None: the error line names the first process that exited
+    explain: object = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class LocalJobPlan(Plan):
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self.local)
+        data.pop("explain", None)  # a function, not part of what the run does
         data["distribution"] = data.pop("kind")  # "kind" is job|pipeline in every plan and record
         return mask_tree({"backend": self.backend, "kind": self.kind, **data})
 
@@ -224,7 +229,19 @@ class LocalBackend(Backend):
                                   times.get(launcher.label))
         return RunLogs(name, run.status, self.name, ranks=ranks, launcher=launcher,
                        spec_file=os.path.join(run_dir, "job.yml"), step=step.name if step else None,
-                       faults=tuple(job.details.get("faults") or ()))
+                       faults=tuple(job.details.get("faults") or ()),
+                       evidence_dir=os.path.join(run_dir, "user_logs", EVIDENCE_FOLDER),
+                       code_copy=os.path.join(run_dir, "code"), code_source=code_source(run_dir))
+
+
+def code_source(run_dir: str) -> str | None:
+    """The folder the run's code was copied from (status.json's ``code_source``), None when unknown."""
+    try:
+        state = json.loads((records.read_bytes(run_dir) or b"{}").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, records.StateError):
+        return None
+    source = state.get("code_source") if isinstance(state, dict) else None
+    return source if isinstance(source, str) and os.path.isabs(source) else None
 
 
 def exit_times(run_dir: str) -> dict:

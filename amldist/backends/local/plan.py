@@ -37,6 +37,7 @@ from amldist.engine.job_inputs import (MASKED_HEADER, code_folder, find_mpirun, 
                                        resolve_inputs)
 from amldist.engine.job_values import job_command
 from amldist.rules.fabric import size_variables
+from amldist.runtime.evidence import EVIDENCE_FOLDER, EVIDENCE_VAR
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
 from amldist.rules import counts, faults, process_counts, snapshot_preview
@@ -86,6 +87,9 @@ class LocalPlan:
     python: str = ""  # the interpreter `python` runs in every process (launchers.python_path)
     faults: tuple = ()  # --inject: amldist.rules.faults.Fault, acted out by fault_drill during the run
     attempt: dict | None = None  # a retry's place: {"number": k, "of": first job name}
+    # run_dir -> one line naming the rank that broke a failed run and why, or None: the diagnosis layer's
+    # (LocalOptions.explain), so the run's `error:` line and status.json name the culprit, not the first to exit
+    explain: object = field(default=None, repr=False, compare=False)
 
     @property
     def code_dir(self) -> str:
@@ -127,10 +131,11 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     job_vars = {**checkpoint_variable(options, run_dir), **job_vars}  # the job's own value wins
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
-    info = envs.run_info(name, layout.nodes)
     cwd = os.path.join(run_dir, "code")
     shell = shutil.which("bash", path=base.get("PATH")) or "/bin/sh"
     log_dir = os.path.join(run_dir, "user_logs")
+    # every rank's Flight Recorder dump and error file go next to the logs, for `job diagnose`
+    info = {**envs.run_info(name, layout.nodes), EVIDENCE_VAR: os.path.join(log_dir, EVIDENCE_FOLDER)}
 
     ranks = []
     for slot in layout.slots:
@@ -153,7 +158,8 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      notes=notes, warnings=warnings, includes=tuple(getattr(prepared, "code_includes", ())),
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
-                     python=python, faults=injected, attempt=attempt_of(options))
+                     python=python, faults=injected, attempt=attempt_of(options),
+                     explain=getattr(options, "explain", None))
 
 
 def checkpoint_variable(options, run_dir: str) -> dict[str, str]:

@@ -124,6 +124,7 @@ class RunState(_StateFile):
             "logs": plan.log_dir,
             "faults": [{**f.to_json(), "fired_at": None} for f in getattr(plan, "faults", ())],
             "attempt": getattr(plan, "attempt", None),
+            "code_source": plan.code_source,  # where the code was copied from: `job diagnose` points there
         }
         self._codes: list = []
         self._write()
@@ -170,6 +171,12 @@ class RunState(_StateFile):
                                   else f"{failed_label or 'a process'} exited with a non-zero code")
         self._end(status)
         return self.data
+
+
+    def amend_error(self, text: str) -> None:
+        """After the end: the diagnosed cause replaces the supervisor's "a process exited" error."""
+        self.data["error"] = text
+        self._write()
 
 
 class PipelineState(_StateFile):

@@ -266,8 +266,9 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
             sup.pump(final=True)
         sup.clear_status()
     record_end(sup, outcome, failed)
+    explained = _explain(sup, outcome)
     try:
-        return _report(sup, outcome, failed, out, err)
+        return _report(sup, outcome, failed, out, err, explained)
     except OSError:  # the terminal is gone (SIGHUP, `| head`): the run's own outcome still decides the code
         return 0 if outcome == "ok" else 128 + sup.stop_signal if sup.stop_signal else 1
 
@@ -286,7 +287,21 @@ def _restore(previous: dict) -> None:
         signal.signal(sig, old)
 
 
-def _report(sup: Supervisor, outcome: str, failed: int | None, out, err) -> int:
+def _explain(sup: Supervisor, outcome: str):
+    """The plan's explainer on a failed run: (rank label, one line), recorded as status.json's error so that
+    `amldist job show` says what the error line says; None when there is none or it cannot tell."""
+    if outcome != "failed" or sup.plan.explain is None or sup.state is None:
+        return None
+    try:
+        explained = sup.plan.explain(sup.plan.run_dir)
+    except Exception:  # the diagnosis is a courtesy: the run's own report stands without it
+        return None
+    if explained is not None:
+        sup.state.amend_error(f"{explained[0]}: {explained[1]}")
+    return explained
+
+
+def _report(sup: Supervisor, outcome: str, failed: int | None, out, err, explained=None) -> int:
     p = sup.plan
     logs = os.path.relpath(p.log_dir)
     if outcome == "ok":  # the status and the run's one duration are in the summary printed before
@@ -308,8 +323,14 @@ def _report(sup: Supervisor, outcome: str, failed: int | None, out, err) -> int:
     proc = p.processes[failed]
     code = sup.popens[failed].returncode
     culprit = _failing_rank(p, proc) if proc.label == "mpirun" else proc
-    print(f"error: {culprit.label} of job {p.job_name} exited with code {code}; the other processes were "
-          f"stopped; logs in {logs}", file=err)
+    named = next((r for r in p.ranks if explained is not None and r.label == explained[0]), None)
+    if named is not None:  # the rank the diagnosis names, which is not always the first process that exited
+        culprit = named
+        print(f"error: {named.label} of job {p.job_name}: {explained[1]}; the other processes were stopped; "
+              f"logs in {logs}", file=err)
+    else:
+        print(f"error: {culprit.label} of job {p.job_name} exited with code {code}; the other processes were "
+              f"stopped; logs in {logs}", file=err)
     for spec in [culprit] + ([proc] if proc is not culprit else []):
         tail = _tail(spec.log_path)
         if tail:

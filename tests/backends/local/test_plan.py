@@ -43,6 +43,8 @@ def test_pytorch_ranks_get_exactly_azure_mls_variables(tmp_path):
         assert rank.added == {
             "PATH": python_path(os.environ["PATH"], sys.executable, os.path.join(p.run_dir, "bin")),
             "AZUREML_RUN_ID": p.job_name, "AZUREML_NODE_COUNT": "2",
+            # amldist's own: where the runtime shim leaves each rank's evidence for `job diagnose`
+            "AMLDIST_EVIDENCE_DIR": os.path.join(p.run_dir, "user_logs", "amldist"),
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "WORLD_SIZE": "4",
             "NODE_RANK": str(node), "RANK": str(index), "LOCAL_RANK": str(local),
         }
@@ -98,7 +100,7 @@ def test_mpi_on_several_nodes_is_one_mpirun_with_the_nodes_as_hosts(tmp_path):
     master = f"127.0.0.1:{p.busy_port}"
     for index, rank in enumerate(p.ranks):
         local = index % 2
-        assert {k: v for k, v in rank.added.items() if not k.startswith("AZUREML_") and k != "PATH"} == {
+        assert {k: v for k, v in rank.added.items() if not k.startswith(("AZUREML_", "AMLDIST_")) and k != "PATH"} == {
             "OMPI_COMM_WORLD_RANK": str(index), "OMPI_COMM_WORLD_SIZE": "4",
             "OMPI_COMM_WORLD_LOCAL_RANK": str(local), "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
             "OMPI_COMM_WORLD_NODE_RANK": str(local), "AZ_BATCH_MASTER_NODE": master,
