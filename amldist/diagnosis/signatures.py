@@ -333,7 +333,7 @@ FUNCTION_ROWS = {
 }
 # What the analysis concludes across ranks (amldist/diagnosis/analysis.py) rather than from one log.
 ANALYSIS_ROWS = (
-    ("`collective-mismatch` (attribution)", "the ranks' Flight Recorder dumps (or NCCL's `WorkNCCL(SeqNum=..., "
+    ("`collective-mismatch`", "(across ranks) the ranks' Flight Recorder dumps (or NCCL's `WorkNCCL(SeqNum=..., "
      "OpType=...)` lines) differ at one sequence number: the minority is named", "`command`"),
     ("`collective-behind` / `collective-ahead`", "a rank's last collective is before (it never entered) or after (an "
      "extra one) the others'", "`command`"),

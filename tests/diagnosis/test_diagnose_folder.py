@@ -69,7 +69,6 @@ def test_a_desync_by_sequence_number_names_the_rank_behind_and_its_node(cli):
     assert first["ranks"] == [5]
 
 
-@pytest.mark.xfail(reason="needs the diag branch's attribution", strict=False)
 def test_a_desync_names_the_sequence_numbers_as_its_evidence(cli):
     first = diagnose_json(cli, FIXTURES / "desync")["first_failure"]
     said = f"{first['line']} {first['hint']}"

@@ -182,7 +182,9 @@ def test_each_signature_on_the_line_the_tool_prints(signature, code, text):
 def test_every_signature_of_the_table_has_a_case():
     tested = {name for name, _code, _text in CASES} | {"nccl-ib-disabled"}  # the note's other name, below
     named = {name.strip("`") for row in table_rows() for name in row[0].split(" / ")}
-    analysis = {"never-joined", "left-early", "hung", "canceled"}  # made across ranks: tests/diagnosis/test_signatures
+    # made across ranks: tests/diagnosis/test_signatures, test_collectives (the attribution), e2e/test_fault_drill
+    analysis = {"never-joined", "left-early", "hung", "canceled", "collective-behind", "collective-ahead",
+                "injected-preempt", "injected-kill", "injected-hang"}
     assert named - analysis - tested == set()
     assert len(named) >= 40
 
