@@ -72,7 +72,7 @@ class LocalPlan:
     outputs: dict[str, tuple[str, str]]  # name -> (path, type)
     timeout: int | None
     removed: list[str]  # inherited launcher variables left out of every environment
-    busy_port: int | None = None
+    busy_port: int | str | None = None  # an int, or the layout's port token until the run binds it
     includes: tuple = ()  # a component's additional_includes, added to the snapshot (code_copy.copy_includes)
     add_runtime: bool = True  # copy amldist/runtime into the snapshot (not when the code has its own amldist)
     notes: list[str] = field(default_factory=list)
@@ -83,6 +83,7 @@ class LocalPlan:
     stream: bool = False
     status_line: bool | None = None
     python: str = ""  # the interpreter `python` runs in every process (launchers.python_path)
+    ports: int = 0  # ports the run chooses when it starts (launchers.port_token), so the plan stays pure
 
     @property
     def code_dir(self) -> str:
@@ -147,7 +148,21 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      notes=notes, warnings=warnings, includes=tuple(getattr(prepared, "code_includes", ())),
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
-                     python=python)
+                     python=python, ports=layout.ports)
+
+
+def with_ports(p: LocalPlan, ports: list[int]) -> LocalPlan:
+    """``p`` with its port tokens bound to ``ports`` (chosen when the run starts,
+    :func:`amldist.engine.launchers.bind_ports`)."""
+    import dataclasses
+
+    def bound(spec: RankSpec) -> RankSpec:
+        return dataclasses.replace(spec, env=envs.bind_ports(spec.env, ports), added=envs.bind_ports(spec.added, ports))
+
+    ranks = [bound(r) for r in p.ranks]
+    processes = ranks if p.processes is p.ranks else [bound(r) for r in p.processes]
+    return dataclasses.replace(p, ranks=ranks, processes=processes, busy_port=envs.bind_port(p.busy_port, ports),
+                               ports=0)
 
 
 def value_warnings(rendered, diagnostics) -> list[str]:
@@ -250,6 +265,8 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
         lines.append(f"output {out_name}: {rel(path)}")
     if p.timeout:
         lines.append(f"timeout: {p.timeout} s (limits.timeout)")
+    if p.ports:
+        lines.append(f"ports: {p.ports}, each chosen free on this machine when the run starts (<free port N> below)")
     if p.processes is not p.ranks:
         launcher = p.processes[0]
         lines.append(f"launcher: {shlex.join(launcher.argv[:-3])} ... (mpirun sets the OMPI_* variables below)")
