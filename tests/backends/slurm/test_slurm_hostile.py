@@ -228,7 +228,7 @@ def first_step_queued(folder: Path, runner: subprocess.Popen) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_pipeline_stopped_while_submitting_leaves_no_job_that_no_verb_can_see(project, bystander, tmp_path,
                                                                                signum):
     (project / "pipeline.yml").write_text(PIPELINE)
