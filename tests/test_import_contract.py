@@ -1,10 +1,10 @@
 """The layer contract in pyproject.toml ([tool.importlinter]), checked by import-linter itself.
 
-Layers: cli > backends > submit > authoring > azure_sdk > validate > rules > model > errors/diagnostics;
-model, rules and validate never importing azure-ai-ml or torch; the local, Slurm and Azure ML backends independent
-(what local and Slurm share is amldist.engine, which never imports Azure ML's SDK); the CLI and the diagnosis
-reaching backends through the contract only; the runtime shim importing nothing else of amldist; no import cycle
-among the modules of any package.
+Layers: cli > diagnosis > backends > engine > submit > authoring > azure_sdk > validate > rules > model >
+errors/diagnostics; model, rules and validate never importing azure-ai-ml or torch; the local, Slurm and Azure ML
+backends independent (what local and Slurm share is amldist.engine, which never imports Azure ML's SDK); the CLI and
+the diagnosis reaching backends through the contract only; the runtime shim importing nothing else of amldist; no
+import cycle among the modules of any package.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Pure functions (no processes, no files; :func:`visible_gpus` alone reads the machine): the layouts
 list, for one job, every process the local backend emulates with the variables Azure ML would give it.
+A port is not chosen in a layout (a plan stays pure, and a port chosen at plan time may be taken by the
+time the run starts): the layout holds :func:`port_token` where it goes, counts them in ``Layout.ports``,
+and the run binds each to a port free at that moment (:func:`bind_ports`).
 
 What Azure ML sets, per ``distribution.type`` (see the project's facts on launchers):
 
@@ -89,6 +92,35 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
             s.close()
 
 
+PORT_VARIABLES = ("MASTER_PORT", "TF_CONFIG", "AZ_BATCH_MASTER_NODE")  # the only values a port token is in
+
+
+def port_token(index: int) -> str:
+    """The text a layout holds where its ``index``-th port goes, until the run picks one."""
+    return f"<free port {index}>"
+
+
+def bind_ports(variables: dict[str, str], ports: list[int]) -> dict[str, str]:
+    """``variables`` with every port token (in :data:`PORT_VARIABLES` only: a user's value is never
+    rewritten) replaced by the port chosen for it."""
+    bound = dict(variables)
+    for key in PORT_VARIABLES:
+        if key in bound:
+            bound[key] = _bound_text(bound[key], ports)
+    return bound
+
+
+def bind_port(value, ports: list[int]) -> int | None:
+    """A layout's ``busy_port`` (an int, None, or a port token) as the port chosen for it."""
+    return int(_bound_text(value, ports)) if isinstance(value, str) else value
+
+
+def _bound_text(text: str, ports: list[int]) -> str:
+    for index, port in enumerate(ports):
+        text = text.replace(port_token(index), str(port))
+    return text
+
+
 @dataclass
 class Slot:
     """One process of the emulated cluster and the variables its launcher gives it."""
@@ -107,8 +139,9 @@ class Layout:
     kind: str  # "pytorch", "mpi", "tensorflow", "ray" or "single"
     nodes: int
     slots: list[Slot]
-    busy_port: int | None = None  # AZ_BATCH_MASTER_NODE's port, kept bound during the run
+    busy_port: int | str | None = None  # AZ_BATCH_MASTER_NODE's port (or its token), kept bound during the run
     notes: list[str] = field(default_factory=list)
+    ports: int = 0  # how many port tokens the run binds (bind_ports)
 
 
 def rank_digits(world: int) -> int:
@@ -123,17 +156,18 @@ def process_log_name(rank: int, world: int) -> str:
 
 
 def pytorch_layout(nodes: int, per_node: int, port: int | None = None) -> Layout:
+    """Every rank with torch.distributed's variables; MASTER_PORT is ``port``, else a token bound at run time."""
     world = nodes * per_node
-    port = port or free_ports(1)[0]
+    master_port = str(port) if port else port_token(0)
     slots = []
     for node in range(nodes):
         for local in range(per_node):
             rank = node * per_node + local
             slots.append(Slot(f"rank {rank}", node, rank, process_log_name(rank, world), {
-                "MASTER_ADDR": LOOPBACK, "MASTER_PORT": str(port), "WORLD_SIZE": str(world),
+                "MASTER_ADDR": LOOPBACK, "MASTER_PORT": master_port, "WORLD_SIZE": str(world),
                 "NODE_RANK": str(node), "RANK": str(rank), "LOCAL_RANK": str(local),
             }))
-    return Layout("pytorch", nodes, slots)
+    return Layout("pytorch", nodes, slots, ports=0 if port else 1)
 
 
 def mpi_layout(nodes: int, per_node: int, *, busy_port: int | None = None) -> Layout:
@@ -143,7 +177,8 @@ def mpi_layout(nodes: int, per_node: int, *, busy_port: int | None = None) -> La
     if nodes == 1:
         master = {"AZ_BATCHAI_MPI_MASTER_NODE": LOOPBACK}
     else:
-        layout.busy_port = busy_port or free_ports(1)[0]
+        layout.busy_port = busy_port or port_token(0)
+        layout.ports = 0 if busy_port else 1
         master = {"AZ_BATCH_MASTER_NODE": f"{LOOPBACK}:{layout.busy_port}"}
     for node in range(nodes):
         for local in range(per_node):
@@ -207,8 +242,8 @@ def node_exports(layout: "Layout", per_node: int) -> str:
 def tensorflow_layout(workers: int, parameter_servers: int, ports: list[int] | None = None) -> Layout:
     """One process per task; TF_CONFIG as Azure ML writes it. Log names follow Azure's
     ``std_log_node_<NN>_<type>.txt`` for TensorFlow jobs."""
-    ports = ports or free_ports(workers + parameter_servers)
-    addresses = [f"{LOOPBACK}:{p}" for p in ports]
+    chosen = ports or [port_token(i) for i in range(workers + parameter_servers)]
+    addresses = [f"{LOOPBACK}:{p}" for p in chosen]
     cluster = {"worker": addresses[:workers]}
     if parameter_servers:
         cluster["ps"] = addresses[workers:]
@@ -218,7 +253,7 @@ def tensorflow_layout(workers: int, parameter_servers: int, ports: list[int] | N
             config = {"cluster": cluster, "task": {"type": task_type, "index": index}, "environment": "cloud"}
             slots.append(Slot(f"{task_type} {index}", index, None, f"std_log_node_{index:02d}_{task_type}.txt",
                               {"TF_CONFIG": json.dumps(config, separators=(",", ":"))}))
-    return Layout("tensorflow", max(workers, parameter_servers), slots)
+    return Layout("tensorflow", max(workers, parameter_servers), slots, ports=0 if ports else len(chosen))
 
 
 RAY_NODE = str(RUNTIME_DIR / "ray_node.py")  # amldist/runtime/ray_node.py, run by its path: see ray_layout

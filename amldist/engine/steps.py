@@ -23,7 +23,8 @@ def plan_steps(prepared: PreparedPipeline, options, plan_step, what: str = "loca
     """The walk every backend that runs a pipeline's steps itself shares (local, Slurm): refuse what cannot
     run here, name the run, then each step in order as its own prepared job, planned by
     ``plan_step(prepared_job, step_options, pending_inputs)`` with its inputs wired to the places the steps
-    before it write (``what`` names a run of the backend in a refusal). Returns ``(name, run_dir, [(node, step_plan)], pipeline outputs)``."""
+    before it write (``what`` names a run of the backend in a refusal). Returns
+    ``(name, run_dir, [(node, step_plan)], pipeline outputs)``."""
     graph = prepared.graph
     refuse_what_cannot_run_here(prepared)
     run_root = os.path.abspath(options.run_root)

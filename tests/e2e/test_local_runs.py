@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -39,6 +40,20 @@ def run_local(tmp_path, path, **kw):
     return SimpleNamespace(code=code, plan=p, out=out.getvalue(), err=err.getvalue())
 
 
+def ports_as_seen(planned: dict, seen: dict) -> dict:
+    """``planned`` with each port token (launchers.port_token: bound when the run starts) as the rank saw it,
+    once the rank's value is checked to be the planned one with a port in each token's place."""
+    from amldist.engine.launchers import PORT_VARIABLES
+
+    expected = dict(planned)
+    for key in PORT_VARIABLES:
+        if key in expected and "<free port" in expected[key]:
+            pattern = re.sub(r"<free port \d+>", r"\\d+", re.escape(expected[key]).replace(r"\ ", " "))
+            assert re.fullmatch(pattern, seen.get(key, "")), (key, expected[key], seen.get(key))
+            expected[key] = seen[key]
+    return expected
+
+
 @pytest.mark.parametrize("dist, nodes, per_node", [("pytorch", 2, 2), ("mpi", 1, 2), ("mpi", 2, 1)])
 def test_ranks_see_the_shell_environment_plus_exactly_the_planned_variables(tmp_path, monkeypatch, dist, nodes,
                                                                             per_node):
@@ -53,7 +68,7 @@ def test_ranks_see_the_shell_environment_plus_exactly_the_planned_variables(tmp_
     base = {k: v for k, v in os.environ.items() if k not in ("RANK", "SLURM_PROCID")}
     for rank, dump in dumps.items():
         env = {k: v for k, v in dump["env"].items() if k not in SHELL_ONLY}
-        expected = p.ranks[rank].added
+        expected = ports_as_seen(p.ranks[rank].added, env)
         extra = {k: v for k, v in env.items() if k not in base or base[k] != v}
         if p.processes is not p.ranks:  # under the real mpirun: Open MPI adds its own plumbing
             # DYLD_LIBRARY_PATH: set by the daemon's command on every host but mpirun's own (ssh or the local agent)

@@ -44,8 +44,8 @@ from amldist.model.yamlio import dump_yaml
 from amldist.submit.pipeline import PreparedPipeline
 from amldist.submit.prepared import SubmitOptions
 
-__all__ = ["PipelinePlan", "StepPlan", "describe_pipeline", "plan_pipeline", "plan_steps", "refuse_what_cannot_run_here",
-           "run_pipeline"]
+__all__ = ["PipelinePlan", "StepPlan", "describe_pipeline", "plan_pipeline", "plan_steps",
+           "refuse_what_cannot_run_here", "run_pipeline"]
 
 POLL_SECONDS = 0.05
 

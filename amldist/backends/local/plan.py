@@ -74,7 +74,7 @@ class LocalPlan:
     outputs: dict[str, tuple[str, str]]  # name -> (path, type)
     timeout: int | None
     removed: list[str]  # inherited launcher variables left out of every environment
-    busy_port: int | None = None
+    busy_port: int | str | None = None  # an int, or the layout's port token until the run binds it
     includes: tuple = ()  # a component's additional_includes, added to the snapshot (code_copy.copy_includes)
     add_runtime: bool = True  # copy amldist/runtime into the snapshot (not when the code has its own amldist)
     notes: list[str] = field(default_factory=list)
@@ -90,6 +90,7 @@ class LocalPlan:
     # run_dir -> one line naming the rank that broke a failed run and why, or None: the diagnosis layer's
     # (LocalOptions.explain), so the run's `error:` line and status.json name the culprit, not the first to exit
     explain: object = field(default=None, repr=False, compare=False)
+    ports: int = 0  # ports the run chooses when it starts (launchers.port_token), so the plan stays pure
 
     @property
     def code_dir(self) -> str:
@@ -159,7 +160,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
                      python=python, faults=injected, attempt=attempt_of(options),
-                     explain=getattr(options, "explain", None))
+                     explain=getattr(options, "explain", None), ports=layout.ports)
 
 
 def checkpoint_variable(options, run_dir: str) -> dict[str, str]:
@@ -190,6 +191,20 @@ def ray_argv(python: str, slot: envs.Slot, command: list[str]) -> list[str]:
     """A Ray node's process: :mod:`amldist.runtime.ray_node`, the command after ``--`` on the head only."""
     head = slot.variables.get("AMLDIST_RAY_ROLE") == "head"
     return [python, envs.RAY_NODE] + (["--", *command] if head else [])
+
+
+def with_ports(p: LocalPlan, ports: list[int]) -> LocalPlan:
+    """``p`` with its port tokens bound to ``ports`` (chosen when the run starts,
+    :func:`amldist.engine.launchers.bind_ports`)."""
+    import dataclasses
+
+    def bound(spec: RankSpec) -> RankSpec:
+        return dataclasses.replace(spec, env=envs.bind_ports(spec.env, ports), added=envs.bind_ports(spec.added, ports))
+
+    ranks = [bound(r) for r in p.ranks]
+    processes = ranks if p.processes is p.ranks else [bound(r) for r in p.processes]
+    return dataclasses.replace(p, ranks=ranks, processes=processes, busy_port=envs.bind_port(p.busy_port, ports),
+                               ports=0)
 
 
 def value_warnings(rendered, diagnostics) -> list[str]:
@@ -303,6 +318,8 @@ def describe(p: LocalPlan, *, cwd: str | None = None) -> str:
         lines.append(f"output {out_name}: {rel(path)}")
     if p.timeout:
         lines.append(f"timeout: {p.timeout} s (limits.timeout)")
+    if p.ports:
+        lines.append(f"ports: {p.ports}, each chosen free on this machine when the run starts (<free port N> below)")
     if p.processes is not p.ranks:
         launcher = p.processes[0]
         lines.append(f"launcher: {shlex.join(launcher.argv[:-3])} ... (mpirun sets the OMPI_* variables below)")

@@ -29,7 +29,8 @@ import threading
 import time
 
 from amldist.backends.local.fault_drill import FaultDrill
-from amldist.backends.local.plan import LocalPlan
+from amldist.backends.local.plan import LocalPlan, with_ports
+from amldist.engine.launchers import free_ports
 from amldist.engine.log_stream import LogFollower
 from amldist.backends.local.process_groups import (RUN_MARKER, TRACK_SECONDS, Subreaper, Watchdog, descendants,
                                                    die_with_parent, start_of, stop_adopted, stop_marked, stop_sessions)
@@ -228,6 +229,8 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
     """Create the run folder, run the plan, report; returns the exit code (see the module docstring)."""
     out = out or sys.stdout
     err = err or sys.stderr
+    if p.ports:  # chosen now, not when planned: free a moment before the processes start
+        p = with_ports(p, free_ports(p.ports))
     status = out.isatty() if p.status_line is None else p.status_line
     sup = Supervisor(p, grace=p.grace_seconds, status=status, stream=p.stream, out=out)
     previous = sup.install_signals()

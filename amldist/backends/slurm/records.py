@@ -1,8 +1,9 @@
 """A Slurm job's record, in Azure ML's words, from Slurm and from its run folder: data, never authority.
 
 The run folder (``<run root>/<name>/``) holds ``slurm.json`` (the job id and the plan's shape, written
-by ``run()``; its paths relative to the run folder), ``state/`` (written inside the allocation: ``started``, ``ended``, ``exit_code`` of the
-step, ``rank_N.exit`` of each task; ``cancel_requested`` by ``amldist job cancel``) and ``user_logs/``.
+by ``run()``; its paths relative to the run folder), ``state/`` (written inside the allocation:
+``started``, ``ended``, ``exit_code`` of the step, ``rank_N.exit`` of each task; ``cancel_requested`` by
+``amldist job cancel``) and ``user_logs/``.
 The job's own processes can write all of it, so it is read as the local backend reads ``status.json``
 (:mod:`amldist.engine.state_files`): ``slurm.json`` bounded, never through a link, typed
 (:func:`read_meta`: every path inside the run folder, every log a plain name, the job id one that

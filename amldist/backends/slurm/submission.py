@@ -32,8 +32,10 @@ def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
     env = commands.environment(launchers.clean_environ(os.environ), dict(p.environment))
     extra = script.command_line_options(p.run_dir)
     extra += (f"--dependency=afterok:{':'.join(after)}", "--kill-on-invalid-dep=yes") if after else ()
+    outputs = {k: [os.path.relpath(path, p.run_dir), kind]  # relative: a moved run folder reads the same
+               for k, (path, kind) in p.outputs.items()}
     meta = {"job_id": None, "name": p.job_name, "launch": p.launch, "nodes": p.nodes,
-            "tasks_per_node": p.tasks_per_node, "outputs": {k: [os.path.relpath(path, p.run_dir), kind] for k, (path, kind) in p.outputs.items()},
+            "tasks_per_node": p.tasks_per_node, "outputs": outputs,
             "tasks": [[label, log, node] for label, log, node in p.tasks],
             "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     records.write_meta(p.run_dir, meta)

@@ -53,7 +53,7 @@ def test_pytorch_ranks_get_exactly_azure_mls_variables(tmp_path):
         assert rank.cwd == os.path.join(p.run_dir, "code")
         assert rank.log_path == os.path.join(p.run_dir, "user_logs", f"std_log_process_0{index}.txt")
         assert rank.argv[1:] == ["-c", "python worker.py"]
-    assert 0 < int(port) < 65536
+    assert port == "<free port 0>" and p.ports == 1  # chosen when the run starts (launchers.bind_ports)
     assert p.processes is p.ranks
     assert set(p.removed) == set(SHELL_ENV) - {"PATH", "HOME", "FOO"}
 
@@ -230,3 +230,21 @@ def test_dry_run_text_masks_secrets_and_shows_every_rank(tmp_path):
         assert f"{name}='***'" in text
     assert "VISIBLE=shown" in text
     assert "RANK=0 LOCAL_RANK=0 python worker.py" in text and "RANK=1 LOCAL_RANK=1 python worker.py" in text
+
+
+def test_ports_are_chosen_when_the_run_starts_so_the_plan_is_pure(tmp_path):
+    from amldist.backends.local.plan import with_ports
+
+    body = """
+        command: python worker.py
+        distribution: {type: tensorflow, worker_count: 2, parameter_server_count: 1}
+        """
+    first, second = make_plan(tmp_path, body), make_plan(tmp_path, body)
+    configs = lambda plan: [r.env["TF_CONFIG"] for r in plan.ranks]
+    assert configs(first) == configs(second)  # nothing of the machine's moment in it
+    assert first.ports == 3 and "<free port 2>" in first.ranks[0].env["TF_CONFIG"]
+    assert "ports: 3, each chosen free" in describe(first)
+    bound = with_ports(first, [4001, 4002, 4003])
+    config = json.loads(bound.ranks[2].env["TF_CONFIG"])
+    assert config["cluster"] == {"worker": ["127.0.0.1:4001", "127.0.0.1:4002"], "ps": ["127.0.0.1:4003"]}
+    assert bound.ports == 0 and "<free port" not in json.dumps([r.env for r in bound.ranks])

@@ -199,6 +199,22 @@ def slow_sbatch(folder: Path) -> dict:
     return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
 
 
+def wait_gone(program: str, timeout: float = 60) -> None:
+    """Until no process runs ``program`` (read from /proc: the test's own fake sbatch)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                running += [pid] if program.encode() in Path(f"/proc/{pid}/cmdline").read_bytes() else []
+            except OSError:
+                continue
+        if not running:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{program} still runs after {timeout} s")
+
+
 def first_step_queued(folder: Path, runner: subprocess.Popen) -> None:
     deadline = time.monotonic() + 120
     while True:
@@ -212,7 +228,7 @@ def first_step_queued(folder: Path, runner: subprocess.Popen) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_pipeline_stopped_while_submitting_leaves_no_job_that_no_verb_can_see(project, bystander, tmp_path,
                                                                                signum):
     (project / "pipeline.yml").write_text(PIPELINE)
@@ -227,6 +243,7 @@ def test_a_pipeline_stopped_while_submitting_leaves_no_job_that_no_verb_can_see(
     listed = run(project, "job", "list", "--slurm")
     assert "cut" in listed.out, listed.err
     if signum == signal.SIGKILL:  # nothing could cancel on the way out: job cancel reaches what was queued
+        wait_gone(str(tmp_path / "bin" / "sbatch"))  # the sbatch it had started may still queue its step
         run(project, "job", "cancel", "cut", "--slurm", codes=(0,), timeout=180)
     record = wait_ended(project, "cut", timeout=120)
     assert record["status"] == "Canceled", record
