@@ -38,6 +38,7 @@ from amldist.backends.local import launchers as envs
 from amldist.backends.local.code_copy import ALWAYS_SKIPPED, check_code_source
 from amldist.backends.local.command import literal_text
 from amldist.backends.local.job_values import job_command
+from amldist.backends.local.run_folder import ABANDONED, abandoned_text, creation_state
 from amldist.rules.fabric import size_variables
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.errors import UserError
@@ -249,9 +250,13 @@ def find_mpirun(environ) -> str | None:
 def job_name(requested: str | None, run_root: str) -> str:
     if requested is not None:
         check_job_name(requested)
-        if os.path.exists(os.path.join(run_root, requested)):
-            raise UserError(f"a local run named {requested!r} already exists in {os.path.relpath(run_root)}",
-                            hint="job names are unique (as in a workspace): pass --name NEW, or leave the name out")
+        run_dir = os.path.join(run_root, requested)
+        if os.path.exists(run_dir):
+            left = creation_state(run_dir) == ABANDONED
+            raise UserError(f"a local run named {requested!r} already exists in {os.path.relpath(run_root)}"
+                            + (f": {abandoned_text(run_dir)}" if left else ""),
+                            hint=("remove that folder to use the name again, or pass --name NEW" if left else
+                                  "job names are unique (as in a workspace): pass --name NEW, or leave the name out"))
         return str(requested)
     while True:
         name = time.strftime("job_%Y%m%d_%H%M%S_") + secrets.token_hex(3)
