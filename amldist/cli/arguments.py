@@ -9,6 +9,18 @@ at import time: the CLI imports them all to build ``--help``, and heavy imports
 NAMES = ("validate", "vm_sizes", "convert", "submit", "job")
 
 
+def slurm_time(text: str) -> str:
+    """argparse ``type=`` for ``--time`` (the Slurm backend's rule): a usage error (exit 2) for what sbatch refuses."""
+    import argparse
+
+    from amldist.backends.slurm.script import time_problem
+
+    problem = time_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text.strip()
+
+
 def count_option(field: str):
     """argparse ``type=`` for the count called ``field`` (:mod:`amldist.rules.counts`): the same rule
     as in a spec, a usage error (exit 2) otherwise."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sys
 
-from amldist.cli.arguments import count_option
+from amldist.cli.arguments import count_option, slurm_time
 
 
 def register(subparsers) -> None:
@@ -62,7 +62,7 @@ def register(subparsers) -> None:
     slurm.add_argument("--slurm", action="store_true", help="run the job on a Slurm cluster with sbatch")
     slurm.add_argument("--partition", metavar="NAME", help="Slurm partition (default: the cluster's)")
     slurm.add_argument("--account", metavar="NAME", help="Slurm account to charge")
-    slurm.add_argument("--time", metavar="LIMIT", help="Slurm time limit, e.g. 2:00:00 (default: limits.timeout)")
+    slurm.add_argument("--time", metavar="LIMIT", type=slurm_time, help="Slurm time limit, e.g. 2:00:00 (default: limits.timeout)")
     parser.set_defaults(func=run)
 
 

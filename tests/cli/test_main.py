@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 import amldist
 from tests.conftest import ROOT
 
@@ -64,3 +66,17 @@ def test_counts_must_be_whole_numbers_between_the_limits(cli, tmp_path):
                           (["convert", "legacy.yml", "--instance-count", "-1"], "at least 1, got -1")):
         code, _, err = cli(*argv)
         assert code == 2 and problem in err and "Traceback" not in err, (argv, err[-300:])
+
+
+@pytest.mark.parametrize("limit", ["\u00b2", "1:\u00b20", "\u0663:00:00", "2h", "1-", ""])
+def test_a_slurm_time_limit_sbatch_would_refuse_is_one_usage_line(cli, limit):
+    """'²' passes str.isdigit(); sbatch takes M, M:S, H:M:S, D-H, D-H:M, D-H:M:S in ASCII digits only."""
+    code, _, err = cli("submit", "job.yml", "--slurm", "--dry-run", "--time", limit)
+    assert code == 2 and f"argument --time: {limit!r} is not a Slurm time limit" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("limit", ["90", "2:00:00", "1-12", "1-12:00:00", "UNLIMITED"])
+def test_the_slurm_time_limits_sbatch_takes_are_passed_on(limit):
+    from amldist.backends.slurm.script import time_problem
+
+    assert time_problem(limit) is None

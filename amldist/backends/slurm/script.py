@@ -34,6 +34,7 @@ The job's values (inputs, environment_variables, secrets) are not in the script:
 from __future__ import annotations
 
 import math
+import re
 import shlex
 
 from amldist.backends.local.launchers import process_log_name, rank_digits
@@ -41,6 +42,18 @@ from amldist.backends.local.launchers import process_log_name, rank_digits
 PORT_PICKER = 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 # Variables Slurm sets in a task that Azure ML's processes do not have (ENVIRONMENT=BATCH is sbatch's).
 DROP_SLURM = "unset $(compgen -e | grep -E '^(SLURM_|SLURMD_|SRUN_)'); [ \"${ENVIRONMENT:-}\" = BATCH ] && unset ENVIRONMENT"
+
+
+# sbatch's --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (ASCII digits: '²' passes str.isdigit()), or unlimited
+_TIME = re.compile(r"(\d{1,9}-\d{1,9}(:\d{1,9}){0,2}|\d{1,9}(:\d{1,9}){0,2}|unlimited|infinite)", re.ASCII | re.I)
+
+
+def time_problem(text: str) -> str | None:
+    """Why ``text`` is not a time limit sbatch takes (``--time``), or None."""
+    if _TIME.fullmatch(text.strip()):
+        return None
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return f"{shown!r} is not a Slurm time limit: write MINUTES, H:MM:SS or DAYS-H:MM:SS (e.g. 90, 2:00:00, 1-12:00:00)"
 
 
 def time_limit(seconds: int) -> str:
