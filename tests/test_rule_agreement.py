@@ -437,3 +437,50 @@ def test_a_step_component_of_another_type_is_one_line_from_validate_local_and_az
         lines = [line for line in (out + err).splitlines() if "error" in line]
         assert code == 1 and lines[0].startswith(wanted), (argv, out + err)
         assert "order:" not in out + err and "Traceback" not in err
+
+
+# ---- a legacy spec's pip requirements file: inside the code folder, read there by every layer ------------------
+
+LEGACY_PIP = """\
+$schema: https://componentsdk.azureedge.net/jsonschema/DistributedComponent.json
+name: c
+version: 0.1.0
+type: DistributedComponent
+code: src
+environment:
+  conda:
+    pip_requirements_file: {ref}
+launcher:
+  type: torch.distributed
+  additional_arguments: python -c "print(1)"
+"""
+
+
+@pytest.mark.parametrize("ref", ["../requirements.txt", "../../requirements.txt", "deps/../../requirements.txt"])
+def test_a_pip_requirements_file_outside_the_code_folder_is_one_line_everywhere(tmp_path, monkeypatch, cli, ref):
+    """azure-ai-ml reads it from the code snapshot when it submits (a temporary copy of ``code``), where a path
+    that climbs out names nothing; amldist read it from wherever it pointed (the spec's folder, or the current one)."""
+    (tmp_path / "comp" / "src").mkdir(parents=True)
+    (tmp_path / "comp" / "requirements.txt").write_text("numpy\n")
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    (tmp_path / "comp" / "spec.yaml").write_text(LEGACY_PIP.format(ref=ref))
+    monkeypatch.chdir(tmp_path)
+    wanted = (f"comp/spec.yaml:8:5: error outside-code: environment.conda.pip_requirements_file: {ref!r} is outside "
+              "the code folder 'src'; Azure ML reads it from the component's code snapshot")
+    for argv in (("validate", "comp/spec.yaml"), ("convert", "comp/spec.yaml"),
+                 ("submit", "comp/spec.yaml", "--local", "--dry-run")):
+        code, out, err = cli(*argv)
+        assert code == 1 and (out + err).startswith(wanted) and "Traceback" not in err, (argv, out + err)
+
+
+def test_a_pip_requirements_file_inside_the_code_folder_is_read_there_from_any_folder(tmp_path, monkeypatch, cli):
+    (tmp_path / "comp" / "src").mkdir(parents=True)
+    (tmp_path / "comp" / "src" / "requirements.txt").write_text("scipy==1.0\n")
+    (tmp_path / "comp" / "spec.yaml").write_text(LEGACY_PIP.format(ref="requirements.txt"))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert cli("validate", "../comp/spec.yaml")[0] == 0
+    code, out, err = cli("convert", "../comp/spec.yaml")
+    assert code == 0 and "scipy==1.0" in out, err
+    code, out, err = cli("submit", "../comp/spec.yaml", "--local", "--dry-run")
+    assert code == 0, err

@@ -33,7 +33,7 @@ def _load_component(component, base_dir, checked: bool):
         check_file(path, "component")
         component = spec
     elif isinstance(component, DistributedComponent):
-        component = convert_legacy(component, checked=checked)
+        component = convert_legacy(component, checked=checked, base_dir=base_dir)
     if not isinstance(component, CommandComponent):
         raise UserError(f"expected a command component or a legacy DistributedComponent, got {component!r:.60}")
     return component, base_dir or os.getcwd()

@@ -104,6 +104,20 @@ def _join(code: str, path: str) -> str:
     return posixpath.normpath(posixpath.join(code, path))
 
 
+LEGACY_FILES_HINT = "move the file into the code folder and name it relative to that folder"
+
+
+def _inside_code(field: str, value: str, code: str) -> str:
+    """``value``, a legacy environment file path (relative to the code folder), unless it climbs out of the
+    code folder: azure-ai-ml reads it from the component's code snapshot (a temporary copy of that folder
+    and its additional_includes) when it submits, where ``../x`` names nothing (one line here instead)."""
+    if paths.leaves_folder(value):
+        raise ComponentSpecError("outside-code", f"{field}: {value!r} is outside the code folder {code!r}; "
+                                 "Azure ML reads it from the component's code snapshot, which holds only that "
+                                 "folder", hint=LEGACY_FILES_HINT)
+    return value
+
+
 def _environment(env, code: str, base_dir: str):
     if env is None:
         warnings.warn(f"no environment given: using {DEFAULT_IMAGE}", ConversionWarning, 3)
@@ -131,16 +145,18 @@ def _environment(env, code: str, base_dir: str):
             )
         if docker.get("image"):
             warnings.warn("environment: docker.build given, so docker.image is ignored", ConversionWarning, 3)
-        path = _join(code, dockerfile[len("file:"):])
+        path = _join(code, _inside_code("environment.docker.build.dockerfile", dockerfile[len("file:"):], code))
         out["build"] = {"path": posixpath.dirname(path) or ".", "dockerfile_path": posixpath.basename(path)}
     else:
         out["image"] = docker.get("image") or DEFAULT_IMAGE
     if conda.get("conda_dependencies"):
         out["conda_file"] = conda["conda_dependencies"]
     elif conda.get("conda_dependencies_file"):
-        out["conda_file"] = _join(code, conda["conda_dependencies_file"])
+        out["conda_file"] = _join(code, _inside_code("environment.conda.conda_dependencies_file",
+                                                     conda["conda_dependencies_file"], code))
     elif conda.get("pip_requirements_file"):
-        path = os.path.join(base_dir, _join(code, conda["pip_requirements_file"]))
+        field = "environment.conda.pip_requirements_file"
+        path = os.path.join(base_dir, _join(code, _inside_code(field, conda["pip_requirements_file"], code)))
         try:  # only a regular file, of bounded size (a FIFO or /dev/zero here would hang the conversion)
             lines = read_text(path).splitlines()
         except FileProblem as exc:
@@ -217,17 +233,18 @@ def _legacy_command(legacy) -> str:
 
 
 def convert_legacy(spec_or_path, *, instance_count=None, process_count_per_node=None, shm_size=None,
-                   docker_args=None, timeout_seconds=None, checked: bool = False) -> CommandComponent:
+                   docker_args=None, timeout_seconds=None, checked: bool = False,
+                   base_dir: str | None = None) -> CommandComponent:
     """The v2 command component equivalent to a legacy DistributedComponent (a spec or a file path).
 
-    Paths in the result are relative to the legacy file's folder (for a spec object: the current
-    directory, which is also where a pip requirements file is read). Anything dropped is reported as a
+    Paths in the result are relative to the legacy file's folder (for a spec object: ``base_dir``, else the
+    current directory, which is also where a pip requirements file is read). Anything dropped is reported as a
     ConversionWarning (``warnings``); anything that cannot be expressed raises a UserError.
     The result is validated (the builders' self-check) unless ``checked`` says the caller has
     validated the legacy spec already (``amldist submit`` does, once).
     """
     legacy, path = load_legacy(spec_or_path)
-    base_dir = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    base_dir = os.path.dirname(os.path.abspath(path)) if path else (base_dir or os.getcwd())
     launcher = legacy.launcher
     arguments = _legacy_command(legacy)
     dist_type = DISTRIBUTION_OF_LAUNCHER[normalize_launcher(launcher.type)]

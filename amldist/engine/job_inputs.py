@@ -16,6 +16,7 @@ import sys
 import time
 
 from amldist.engine.code_copy import check_code_source
+from amldist.engine.run_folder import ABANDONED, abandoned_text, creation_state
 from amldist.engine.command import literal_text
 from amldist.errors import UserError
 from amldist.model.kinds import type_word
@@ -58,9 +59,13 @@ def job_name(requested: str | None, run_root: str, what: str = "local run") -> s
     in the refusal), else a new generated name."""
     if requested is not None:
         check_job_name(requested)
-        if os.path.exists(os.path.join(run_root, requested)):
-            raise UserError(f"a {what} named {requested!r} already exists in {os.path.relpath(run_root)}",
-                            hint="job names are unique (as in a workspace): pass --name NEW, or leave the name out")
+        run_dir = os.path.join(run_root, requested)
+        if os.path.exists(run_dir):
+            left = creation_state(run_dir) == ABANDONED  # an amldist killed while it made the folder
+            raise UserError(f"a {what} named {requested!r} already exists in {os.path.relpath(run_root)}"
+                            + (f": {abandoned_text(run_dir)}" if left else ""),
+                            hint=("remove that folder to use the name again, or pass --name NEW" if left else
+                                  "job names are unique (as in a workspace): pass --name NEW, or leave the name out"))
         return str(requested)
     while True:
         name = time.strftime("job_%Y%m%d_%H%M%S_") + secrets.token_hex(3)

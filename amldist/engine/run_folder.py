@@ -3,6 +3,11 @@
 ``new_run_folder`` creates the folder (mode 0700, never one that exists already: a name taken
 meanwhile is one line) after keeping run folders out of git, fills it, and removes it again when
 filling fails or a signal arrives half way, so a partial snapshot is never left for a later run.
+Only SIGKILL (or a power cut) during the filling leaves a half-made folder: its first file,
+:data:`MAKER` (the pid and start time of the amldist that made it), tells a reader, until the run's
+``status.json`` exists, whether the folder is still being made by a live amldist or was abandoned
+(:func:`creation_state`); ``job list`` and ``job show`` say which, and a new run of the same name is
+refused with what to do. Nothing is removed without being asked.
 ``fill_job_and_code`` writes what every run folder holds: ``job.yml`` (0600 from the start, the job
 as run, secrets masked), ``code/`` (the snapshot of ``code:``, the component's
 ``additional_includes``, the runtime shim) and the output folders (each checked to stay inside
@@ -21,6 +26,23 @@ from amldist.model.files import create_file, make_folder
 from amldist.rules.runtime_bundle import RUNS_DIR, add_runtime
 
 GITIGNORE = "# run folders of amldist submit --local (written by amldist)\n*\n"
+def start_of(pid: int) -> int | None:
+    """The start time of ``pid`` (``/proc/<pid>/stat`` field 22), None when gone or a zombie. The local backend's
+    process_groups has the same reader, but it runs as a standalone watchdog script (standard library only, by
+    its path), so neither can import the other."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
+    if len(fields) < 20 or fields[0] == "Z" or not fields[19].isdigit():
+        return None
+    return int(fields[19])
+
+
+MAKER = ".made_by"  # "<pid> <start time>" of the amldist process that made the folder (module docstring)
+BEING_MADE, ABANDONED = "being made", "abandoned"
 
 
 def new_run_folder(run_dir: str, taken: str, hint: str, fill) -> None:
@@ -36,12 +58,33 @@ def new_run_folder(run_dir: str, taken: str, hint: str, fill) -> None:
     try:
         os.mkdir(run_dir, 0o700)  # fails if another run took the name meanwhile: never reuse a folder
     except FileExistsError:
+        if creation_state(run_dir) == ABANDONED:
+            raise UserError(f"{taken}: {abandoned_text(run_dir)}", hint=hint) from None
         raise UserError(taken, hint=hint) from None
     try:
+        create_file(run_dir, os.path.join(run_dir, MAKER), f"{os.getpid()} {start_of(os.getpid())}\n")
         fill()
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
+
+
+def creation_state(run_dir: str) -> str | None:
+    """BEING_MADE or ABANDONED for a run folder without ``status.json`` that amldist made, else None (a run
+    that started, or a folder of an older amldist): the maker's pid alive with its recorded start time."""
+    if os.path.lexists(os.path.join(run_dir, "status.json")):
+        return None
+    try:
+        with open(os.path.join(run_dir, MAKER), "rb") as fh:
+            pid, start = (int(part) for part in fh.read(100).split())
+    except (OSError, ValueError):
+        return None
+    return BEING_MADE if start_of(pid) == start else ABANDONED
+
+
+def abandoned_text(run_dir: str) -> str:
+    return (f"its folder {os.path.relpath(run_dir)} was left half made: the amldist that made it was killed "
+            "before the run started (during the code copy); nothing of the run ran")
 
 
 def ignore_runs(run_root: str) -> None:

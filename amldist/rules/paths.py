@@ -62,6 +62,17 @@ def local_path(value: str, base_dir: str) -> str:
     return os.path.normpath(os.path.join(base_dir, without_file_scheme(value)))  # no expanduser: see above
 
 
+def leaves_folder(value) -> bool:
+    """Whether a relative LOCAL path climbs out of the folder it is relative to (``../x``, ``a/../../x``);
+    an absolute path names its own place and does not count."""
+    if not is_local(value):
+        return False
+    plain = without_file_scheme(value).replace("\\", "/")
+    if os.path.isabs(plain) or _DRIVE.match(plain):
+        return False
+    return os.path.normpath(plain).replace(os.sep, "/").split("/", 1)[0] == ".."
+
+
 def tilde_note(value) -> str:
     """What to add to "does not exist" for a path written with ``~`` (see the module docstring), else ""."""
     plain = without_file_scheme(value) if isinstance(value, str) else ""

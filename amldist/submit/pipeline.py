@@ -138,7 +138,8 @@ def component_spec(component, file: str):
         if isinstance(spec, DistributedComponent):
             from amldist.authoring.convert import convert_legacy
 
-            spec = convert_legacy(spec, checked=True)
+            where = component.path if isinstance(component, graph.ComponentFile) else file
+            spec = convert_legacy(spec, checked=True, base_dir=os.path.dirname(os.path.abspath(where)))
         holder["spec"] = spec
     return holder["spec"]
 

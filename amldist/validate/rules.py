@@ -7,7 +7,10 @@
 - ``missing-code`` / ``missing-environment-file`` (warnings): a local ``code:``
   folder, ``file:`` environment, ``conda_file`` or ``build.path`` that does not
   exist relative to the spec's folder (remote and ``azureml:`` references are
-  not checked; nor is anything when the spec has no folder, e.g. a dict).
+  not checked; nor is anything when the spec has no folder, e.g. a dict); a legacy
+  spec's ``conda.*_file`` and ``docker.build.dockerfile`` are relative to its code folder.
+- ``outside-code`` (error): such a legacy file that climbs out of the code folder
+  (``../requirements.txt``): azure-ai-ml reads it from the code snapshot at submission.
 """
 
 from __future__ import annotations
@@ -125,12 +128,38 @@ def check_environment(ctx, spec: dict, path=()) -> None:
             docker.get("build"), dict) else None
         if isinstance(dockerfile, str) and dockerfile.startswith("file:"):
             refs.append((env_path + ("docker", "build", "dockerfile"), dockerfile))
+    code = spec.get("code") if isinstance(spec.get("code"), str) else "."
     for ref_path, ref in refs:
+        written, relative_to = ref, "the spec's folder"
+        if len(ref_path) > len(env_path) and ref_path[len(env_path)] in ("conda", "docker"):  # a legacy spec's:
+            if _legacy_file_outside(ctx, ref_path, ref, code):  # relative to the code folder, read inside it
+                continue
+            ref, relative_to = _in_code(ref, code), f"the code folder {code!r}"
         local = local_file(ctx, ref)
         if local is not None and not os.path.exists(local):
             ctx.emit(ref_path, WARNING, "missing-environment-file",
-                     f"{field_path(ref_path)}: {ref!r} does not exist (relative to the spec's folder)",
+                     f"{field_path(ref_path)}: {written!r} does not exist (relative to {relative_to})",
                      "fix the path or use a registered environment (azureml:NAME:VERSION)")
+
+
+def _in_code(ref: str, code: str) -> str:
+    """A legacy environment file path (relative to the code folder) as a path relative to the spec's folder."""
+    plain = ref[len("file:"):] if ref.startswith("file:") else ref
+    if not paths.is_local(code) or os.path.isabs(plain):
+        return plain
+    return os.path.normpath(os.path.join(paths.without_file_scheme(code), plain))
+
+
+def _legacy_file_outside(ctx, ref_path, ref: str, code: str) -> bool:
+    """An error when a legacy environment file climbs out of the code folder (the rule of
+    :func:`amldist.authoring.convert._inside_code`, which submit and convert apply)."""
+    plain = ref[len("file:"):] if ref.startswith("file:") else ref
+    if not paths.leaves_folder(plain):
+        return False
+    ctx.emit(ref_path, ERROR, "outside-code", f"{field_path(ref_path)}: {plain!r} is outside the code folder "
+             f"{code!r}; Azure ML reads it from the component's code snapshot, which holds only that folder",
+             "move the file into the code folder and name it relative to that folder")
+    return True
 
 
 # ---- keys ----

@@ -354,6 +354,19 @@ def test_sigkill_to_amldist_stops_daemons_that_drop_or_overwrite_the_marker(tmp_
             os.kill(int(pid), signal.SIGKILL)
 
 
+def test_a_completed_job_stops_daemons_that_drop_or_overwrite_the_marker(tmp_path):
+    tag = f"{os.getpid() % 1000 + 8000}"
+    (tmp_path / "scrub.py").write_text(SCRUBBED_DAEMON)
+    _job(tmp_path, _escapes(tag) + "; sleep 1")
+    daemons = f"^(sleep {tag}\\.|[^ ]*python[^ ]* scrub\\.py {tag}\\.3$)"
+    try:
+        amldist("submit", "job.yml", "--local", cwd=tmp_path, timeout=90).assert_clean(codes=(0,))
+        assert _gone(daemons), _alive(daemons)
+    finally:
+        for pid in _alive(daemons):
+            os.kill(int(pid), signal.SIGKILL)
+
+
 def _environ(pid: str) -> bytes:
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:

@@ -82,3 +82,17 @@ def test_an_unquoted_value_split_by_the_shell_is_named_not_answered_with_the_usa
 def test_an_input_without_equals_gets_an_input_example(cli):
     code, _, err = cli("submit", str(ROOT / "samples" / "pytorch_ddp" / "job.yml"), "--dry-run", "--input", "epochs")
     assert code == 2 and "hint: write e.g. --input epochs=2" in err
+
+
+@pytest.mark.parametrize("limit", ["\u00b2", "1:\u00b20", "\u0663:00:00", "2h", "1-", ""])
+def test_a_slurm_time_limit_sbatch_would_refuse_is_one_usage_line(cli, limit):
+    """'²' passes str.isdigit(); sbatch takes M, M:S, H:M:S, D-H, D-H:M, D-H:M:S in ASCII digits only."""
+    code, _, err = cli("submit", "job.yml", "--slurm", "--dry-run", "--time", limit)
+    assert code == 2 and f"argument --time: {limit!r} is not a Slurm time limit" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("limit", ["90", "2:00:00", "1-12", "1-12:00:00", "UNLIMITED"])
+def test_the_slurm_time_limits_sbatch_takes_are_passed_on(limit):
+    from amldist.backends.slurm.script import time_problem
+
+    assert time_problem(limit) is None

@@ -139,6 +139,58 @@ def test_a_signal_during_the_code_copy_removes_the_partial_run_folder(tmp_path, 
     assert recorded_pids(tmp_path / "pids") == []  # no rank was started
 
 
+SLOW_COPY = """\
+import sys, time
+from amldist.backends.local import run_folder
+real_copy = run_folder.copy_code
+
+def copy_then_wait(source, dest, **kw):  # the real copy, then a pause in which the test SIGKILLs this process
+    count = real_copy(source, dest, **kw)
+    open("copied", "w").close()
+    time.sleep(60)
+    return count
+
+run_folder.copy_code = copy_then_wait
+from amldist.cli.main import main
+sys.exit(main(["submit", "job.yml", "--local", "--name", "half"]))
+"""
+
+
+def test_sigkill_during_the_code_copy_leaves_an_honest_half_made_run(tmp_path):
+    """SIGKILL cannot be caught: the half-made folder stays, and every reader says what it is."""
+    import json
+    import sys
+
+    worker_job(tmp_path, mode="ok")  # job.yml
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def cli(*argv):
+        return subprocess.run(amldist_cmd(*argv), cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_COPY], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "copied").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        listed = json.loads(cli("job", "list", "--local", "--format", "json").stdout)
+        assert [(r["name"], r["status"]) for r in listed] == [("half", "Preparing")]
+        shown = cli("job", "show", "half", "--local")
+        assert shown.returncode == 2 and "has not started yet: amldist is making its folder" in shown.stderr
+    finally:
+        proc.kill()
+        proc.wait()
+    listed = json.loads(cli("job", "list", "--local", "--format", "json").stdout)
+    assert [(r["name"], r["status"]) for r in listed] == [("half", "Failed")]
+    assert "killed before the run started" in listed[0]["error"]
+    shown = cli("job", "show", "half", "--local")
+    assert shown.returncode == 2 and "never started" in shown.stderr and "Traceback" not in shown.stderr
+    again = cli("submit", "job.yml", "--local", "--name", "half")
+    assert again.returncode == 2 and "left half made" in again.stderr and "remove that folder" in again.stderr
+    run_dir = tmp_path / ".amldist" / "runs" / "half"
+    assert (run_dir / "job.yml").exists() and (run_dir / "code").is_dir()  # nothing was removed unasked
+
+
 def test_a_daemon_that_leaves_the_session_is_stopped_with_the_run(tmp_path):
     marker = tmp_path / "daemon.pid"
     path = write_job(tmp_path, f"command: setsid sleep 120 & echo $! > {marker}; sleep 0.3; exit 0\n")

@@ -30,10 +30,11 @@ import signal
 import sys
 import time
 
-from amldist.backends.base import FAILED, RUNNING, TERMINAL, JobRecord
+from amldist.backends.base import FAILED, PREPARING, RUNNING, TERMINAL, UNKNOWN, JobRecord
 from amldist.backends.local import proc, run_state
 from amldist.engine.download import check_destination, copy_as_data
 from amldist.backends.local.records import StateError, read_record
+from amldist.engine.run_folder import ABANDONED, BEING_MADE, abandoned_text, creation_state
 from amldist.backends.local.run_state import exit_code_text
 from amldist.errors import UserError
 
@@ -47,8 +48,9 @@ def run_names(run_root: str) -> list[str]:
 
 
 def list_runs(run_root: str, *, err=None) -> list[JobRecord]:
-    """Every run's record, newest first; a folder without status.json (a run being created, or one
-    from an older amldist) is listed as ``Unknown``; an unreadable status.json is one warning line."""
+    """Every run's record, newest first; a folder without status.json is ``Preparing`` while amldist makes it,
+    ``Failed`` when amldist was killed while making it, ``Unknown`` when an older amldist made it; an unreadable
+    status.json is one warning line."""
     err = err or sys.stderr
     runs = []
     for name in run_names(run_root):
@@ -58,8 +60,18 @@ def list_runs(run_root: str, *, err=None) -> list[JobRecord]:
         except StateError as exc:
             print(f"warning: {exc.message}; not listed", file=err)
             continue
-        runs.append(record or JobRecord(name=name, backend="local", details={"run_dir": run_dir}))
+        runs.append(record or _unstarted(name, run_dir))
     return sorted(runs, key=lambda r: r.start_time or "", reverse=True)
+
+
+def _unstarted(name: str, run_dir: str) -> JobRecord:
+    """The record of a run folder without status.json (see list_runs)."""
+    state = creation_state(run_dir)
+    if state == ABANDONED:
+        return JobRecord(name=name, backend="local", status=FAILED, error=abandoned_text(run_dir),
+                         details={"run_dir": run_dir})
+    return JobRecord(name=name, backend="local", status=PREPARING if state == BEING_MADE else UNKNOWN,
+                     details={"run_dir": run_dir})
 
 
 def is_name(name: str) -> bool:
@@ -74,11 +86,21 @@ def get_run(run_root: str, name: str) -> JobRecord:
     if record is None:
         where = os.path.relpath(run_root)
         if is_name(name) and os.path.isdir(run_dir):
-            raise UserError(f"local run {name!r} in {where} has no status.json (it is being created, or was "
-                            "made by an older amldist)", hint=f"its files are in {os.path.relpath(run_dir)}")
+            raise UserError(_unstarted_text(name, where, run_dir), hint=f"its files are in {os.path.relpath(run_dir)}"
+                            + ("; remove that folder to submit a run of that name again"
+                               if creation_state(run_dir) == ABANDONED else ""))
         raise UserError(f"no local run named {name!r} in {where}",
                         hint="'amldist job list --local' shows the runs; --run-root DIR looks elsewhere")
     return record
+
+
+def _unstarted_text(name: str, where: str, run_dir: str) -> str:
+    state = creation_state(run_dir)
+    if state == ABANDONED:
+        return f"local run {name!r} in {where} never started: {abandoned_text(run_dir)}"
+    if state == BEING_MADE:
+        return f"local run {name!r} in {where} has not started yet: amldist is making its folder (copying its code)"
+    return f"local run {name!r} in {where} has no status.json (it was made by an older amldist)"
 
 
 def get_step(record: JobRecord, step: str) -> JobRecord:

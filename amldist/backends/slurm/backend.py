@@ -18,7 +18,7 @@ import time
 
 from amldist.backends.base import (TERMINAL, Backend, Flag, JobRecord, ProcessLog, RunLogs, ended_record,
                                    first_failed_step)
-from amldist.backends.slurm import commands, pipeline, records
+from amldist.backends.slurm import commands, pipeline, records, script
 from amldist.backends.slurm.pipeline import SlurmPipelinePlan
 from amldist.backends.slurm.plan import DEFAULT_RUN_ROOT, SlurmJobPlan, SlurmOptions, plan
 from amldist.backends.slurm.submission import submit_job
@@ -38,7 +38,8 @@ class SlurmBackend(Backend):
     submit_flags = (
         Flag(("--partition",), "partition", "Slurm partition (default: the cluster's)", {"metavar": "NAME"}),
         Flag(("--account",), "account", "Slurm account to charge", {"metavar": "NAME"}),
-        Flag(("--time",), "time", "Slurm time limit, e.g. 2:00:00 (default: limits.timeout)", {"metavar": "LIMIT"}),
+        Flag(("--time",), "time", "Slurm time limit, e.g. 2:00:00 (default: limits.timeout)",
+             {"metavar": "LIMIT", "type": script.time_option}),
         Flag(("--python",), "python", "the python every task runs (default: the one amldist runs in)",
              {"metavar": "PATH"}),
     )

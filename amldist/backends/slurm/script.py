@@ -53,6 +53,28 @@ IMPORT_VARIABLES = ('for v in $(compgen -e | grep "^AMLDIST_V_"); do export "${v
 DROP_SLURM = "unset $(compgen -e | grep -E '^(SLURM_|SLURMD_|SRUN_)'); [ \"${ENVIRONMENT:-}\" = BATCH ] && unset ENVIRONMENT"
 
 
+# sbatch's --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (ASCII digits: '²' passes str.isdigit()), or unlimited
+_TIME = re.compile(r"(\d{1,9}-\d{1,9}(:\d{1,9}){0,2}|\d{1,9}(:\d{1,9}){0,2}|unlimited|infinite)", re.ASCII | re.I)
+
+
+def time_problem(text: str) -> str | None:
+    """Why ``text`` is not a time limit sbatch takes (``--time``), or None."""
+    if _TIME.fullmatch(text.strip()):
+        return None
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return f"{shown!r} is not a Slurm time limit: write MINUTES, H:MM:SS or DAYS-H:MM:SS (e.g. 90, 2:00:00, 1-12:00:00)"
+
+
+def time_option(text: str) -> str:
+    """argparse ``type=`` for ``--time`` (declared by the backend): a usage error (exit 2) for what sbatch refuses."""
+    import argparse
+
+    problem = time_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text.strip()
+
+
 def time_limit(seconds: int) -> str:
     """``limits.timeout`` (seconds) as Slurm's ``--time`` (``H:MM:SS``, whole minutes, at least one:
     Slurm counts in minutes, so a limit is never cut short)."""
