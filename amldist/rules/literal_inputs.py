@@ -10,6 +10,8 @@ import re
 from amldist.errors import UserError
 from amldist.rules.secrets import shown
 
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
 
 def literal_value(name: str, port: dict, value):
     """A literal input value, coerced from text (the CLI passes strings) and range-checked; a UserError when
@@ -18,7 +20,7 @@ def literal_value(name: str, port: dict, value):
     text = str(value).strip()
     if kind == "integer" and not isinstance(value, bool) and re.fullmatch(r"[+-]?\d{1,300}", text):
         value = int(text)  # 300 digits: Python refuses to read 4,301 (a crash), no count needs 300
-    elif kind == "number" and not isinstance(value, bool) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+    elif kind == "number" and not isinstance(value, bool) and _NUMBER.fullmatch(text):
         value = float(text) if not isinstance(value, int) else value
     elif kind == "boolean" and text.lower() in ("true", "false"):
         value = text.lower() == "true"
