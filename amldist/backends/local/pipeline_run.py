@@ -287,7 +287,8 @@ def write_summary(pp: PipelinePlan, runner: _Runner, elapsed: float) -> None:
 
 
 def summary_text(pp: PipelinePlan, runner: _Runner) -> str:
-    rows = [(r["name"], STEP_STATUS[r["status"]], "" if r["duration_s"] is None else f"{r['duration_s']:.1f}s", r["run_folder"])
+    rows = [(r["name"], STEP_STATUS[r["status"]], "" if r["duration_s"] is None else f"{r['duration_s']:.1f}s",
+             r["run_folder"])
             for r in step_records(pp, runner)]
     width = [max(len(row[i]) for row in rows + [("step", "status", "time", "folder")]) for i in range(3)]
     return "\n".join(f"  {a:<{width[0]}}  {b:<{width[1]}}  {c:>{width[2]}}  {d}" for a, b, c, d in rows)
