@@ -211,18 +211,9 @@ def launcher_layout(job, file: str) -> envs.Layout:
         _local_limit(workers + ps, file)
         return envs.tensorflow_layout(workers, ps)
     if kind == "ray":
-        return envs.ray_layout(_local_limit(nodes, file), ray_settings(dist, file))
+        return envs.ray_layout(_local_limit(nodes, file), envs.ray_settings(dist, file))
     raise UserError(f"{file}: distribution type {dist.type!r} is not emulated by the local backend",
                     hint="pytorch, mpi, tensorflow and ray run locally; submit this job to Azure ML instead")
-
-
-def ray_settings(dist, file: str) -> dict:
-    """``distribution``'s Ray fields; ``address`` (join a cluster that exists elsewhere) is refused locally."""
-    extra = dict(dist.extra or {})
-    if extra.get("address"):
-        raise UserError(f"{file}: distribution.address {extra['address']!r} joins an existing Ray cluster, "
-                        "which a local run cannot reach", hint="remove distribution.address to start a local cluster")
-    return extra
 
 
 def mpi_processes(layout: envs.Layout, ranks: list[RankSpec], launcher: str | None, shell: str, command: str,
