@@ -275,6 +275,18 @@ def single_layout(nodes: int) -> Layout:
     return Layout("single", nodes, [Slot(f"node {n}", n, None, f"std_log_node_{n:02d}.txt") for n in range(nodes)])
 
 
+CHECKPOINT_VARIABLE = "AMLDIST_CHECKPOINT_DIR"  # amldist.runtime.checkpoint.ENV_DIR
+
+
+def checkpoint_variable(options, run_dir: str) -> dict[str, str]:
+    """AMLDIST_CHECKPOINT_DIR when the run is one of a retried run's attempts (amldist.runtime.checkpoint):
+    the folder the attempts share (``checkpoint_dir``), or this run's own when it is the first (``checkpoints``).
+    Local and Slurm runs alike; the job's own value wins (the caller's to apply)."""
+    shared = getattr(options, "checkpoint_dir", None) or (os.path.join(run_dir, "checkpoints")
+                                                          if getattr(options, "checkpoints", False) else None)
+    return {CHECKPOINT_VARIABLE: os.path.abspath(shared)} if shared else {}
+
+
 def run_info(job_name: str, nodes: int) -> dict[str, str]:
     """The AZUREML_* run information every local process gets (see the module docstring)."""
     return {"AZUREML_RUN_ID": job_name, "AZUREML_NODE_COUNT": str(nodes)}

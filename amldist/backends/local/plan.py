@@ -43,7 +43,6 @@ from amldist.rules import counts, faults, process_counts, snapshot_preview
 from amldist.rules.secrets import mask_env, mask_text
 from amldist.submit.prepared import Prepared, SubmitOptions
 
-CHECKPOINT_VARIABLE = "AMLDIST_CHECKPOINT_DIR"  # amldist.runtime.checkpoint.ENV_DIR
 __all__ = ["MASKED_HEADER", "LocalPlan", "RankSpec", "code_folder", "describe", "find_mpirun", "job_name", "plan",
            "rerunnable_yaml", "resolve_inputs"]
 
@@ -124,7 +123,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     base = envs.clean_environ(environ)
     # the size's facts for the runtime's fabric check (amldist.rules.fabric); the job's own values win
     job_vars = {**size_variables(getattr(job.resources, "instance_type", None)), **filled.variables}
-    job_vars = {**checkpoint_variable(options, run_dir), **job_vars}  # the job's own value wins
+    job_vars = {**envs.checkpoint_variable(options, run_dir), **job_vars}  # the job's own value wins
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     info = envs.run_info(name, layout.nodes)
@@ -154,14 +153,6 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
                      python=python, faults=injected, attempt=attempt_of(options))
-
-
-def checkpoint_variable(options, run_dir: str) -> dict[str, str]:
-    """AMLDIST_CHECKPOINT_DIR when the run is one of a retried run's attempts (amldist.runtime.checkpoint):
-    the folder the attempts share (``checkpoint_dir``), or this run's own when it is the first (``checkpoints``)."""
-    shared = getattr(options, "checkpoint_dir", None) or (os.path.join(run_dir, "checkpoints")
-                                                          if getattr(options, "checkpoints", False) else None)
-    return {CHECKPOINT_VARIABLE: os.path.abspath(shared)} if shared else {}
 
 
 def drill_faults(texts, layout: envs.Layout, processes, ranks, file: str) -> tuple:

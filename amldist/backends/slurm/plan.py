@@ -38,6 +38,9 @@ class SlurmOptions(Options):
     time: str | None = None  # --time: Slurm's format; default from limits.timeout
     run_root: str = DEFAULT_RUN_ROOT  # run folders, on a filesystem every node sees
     python: str | None = None  # the python every task runs (default: the one amldist runs in)
+    exclude: str | None = None  # sbatch --exclude: nodes a retry keeps off (the node a fault was diagnosed on)
+    checkpoint_dir: str | None = None  # AMLDIST_CHECKPOINT_DIR for every task (a retry's attempts share it)
+    checkpoints: bool = False  # AMLDIST_CHECKPOINT_DIR = <run folder>/checkpoints unless checkpoint_dir is given
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,8 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     workers = sum(slot.label.startswith("worker") for slot in layout.slots) if tf else 0
     base = launchers.clean_environ(environ)
     python = launchers.interpreter(options.python, base)
-    added = {**filled.variables, **launchers.run_info(name, nodes), **ray_variables(job, nodes, layout)}
+    added = {**launchers.checkpoint_variable(options, run_dir), **filled.variables,  # the job's own value wins
+             **launchers.run_info(name, nodes), **ray_variables(job, nodes, layout)}
     check_variable_names(added, file)
     added["PATH"] = launchers.python_path(added.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     limit = options.time or (script.time_limit(int(job.limits.timeout))
@@ -101,7 +105,8 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                                    gpus_per_node=gpus_per_node(job), time=script.check_option("--time", limit),
                                    partition=script.check_option("--partition", options.partition),
                                    account=script.check_option("--account", options.account),
-                                   tasks=len(layout.slots) if tf else None)
+                                   tasks=len(layout.slots) if tf else None,
+                                   exclude=script.check_option("--exclude", options.exclude))
     mpirun = find_mpirun(base) if launch == "mpi" else None
     add_runtime = not (code_source and has_own_amldist(code_source))
     text = script.batch_script(sbatch, name=name, kind=launch, run_dir=run_dir, command=filled.command, nodes=nodes,

@@ -67,20 +67,21 @@ def time_limit(seconds: int) -> str:
 
 def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
                    time: str | None, partition: str | None, account: str | None,
-                   tasks: int | None = None) -> tuple[str, ...]:
+                   tasks: int | None = None, exclude: str | None = None) -> tuple[str, ...]:
     """The ``#SBATCH`` options, in the order they are written; ``tasks``: a total (tensorflow's tasks) in
     place of the tasks per node; ``marker``: the run's (``--comment``, how amldist knows its jobs).
 
     No path is written here (a ``#`` in the project's path would end an ``#SBATCH`` line): ``sbatch`` runs in
     ``<run>/code`` (the job's working folder) and gets the output file on its command line
     (:func:`command_line_options`). The values given by the user (``--time``, ``--partition``,
-    ``--account``) are checked by :func:`check_option`."""
+    ``--account``) are checked by :func:`check_option`; ``exclude``: nodes to keep the job off (``--exclude``,
+    a retry's after a node fault)."""
     per = f"--ntasks={tasks}" if tasks else f"--ntasks-per-node={tasks_per_node}"
     options = [f"--job-name={name}", f"--nodes={nodes}", per]
     if gpus_per_node:
         options.append(f"--gpus-per-node={gpus_per_node}")
     options += [f"--{key}={value}" for key, value in (("time", time), ("partition", partition),
-                                                       ("account", account)) if value]
+                                                       ("account", account), ("exclude", exclude)) if value]
     # --no-requeue: a job whose node fails ends Failed, as on Azure ML, instead of starting over in the same
     # run folder (Slurm's default requeues a batch job after a node failure)
     options += [f"--comment={marker}", "--export=ALL", "--no-requeue"]

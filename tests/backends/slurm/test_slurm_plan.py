@@ -221,3 +221,15 @@ def test_job_ids_are_only_what_sbatch_answers_and_the_marker_follows_the_folder_
     (tmp_path / "link").symlink_to(tmp_path / "real")
     assert commands.run_marker(str(tmp_path / "link" / "run")) == commands.run_marker(str(tmp_path / "real" / "run"))
     assert commands.run_marker(str(tmp_path / "real" / "run")) != commands.run_marker(str(tmp_path / "real" / "other"))
+
+
+def test_a_retry_keeps_its_job_off_a_node_and_shares_the_first_attempts_checkpoints(tmp_path):
+    p = make_plan(tmp_path, "command: python train.py\n", exclude="n2", checkpoint_dir=str(tmp_path / "first"))
+    assert "--exclude=n2" in p.sbatch_options
+    assert p.environment["AMLDIST_CHECKPOINT_DIR"] == str(tmp_path / "first")
+    first = make_plan(tmp_path, "command: python train.py\n", checkpoints=True)
+    assert first.environment["AMLDIST_CHECKPOINT_DIR"] == os.path.join(first.run_dir, "checkpoints")
+    assert "AMLDIST_CHECKPOINT_DIR" not in make_plan(tmp_path, "command: python train.py\n").environment
+    assert not any(o.startswith("--exclude") for o in first.sbatch_options)
+    with pytest.raises(UserError, match="--exclude 'n1 n2' is not a Slurm name or value"):
+        make_plan(tmp_path, "command: python train.py\n", exclude="n1 n2")
