@@ -259,15 +259,26 @@ def tensorflow_layout(workers: int, parameter_servers: int, ports: list[int] | N
 RAY_NODE = str(RUNTIME_DIR / "ray_node.py")  # amldist/runtime/ray_node.py, run by its path: see ray_layout
 
 
-def ray_layout(nodes: int, extra: dict | None = None, port: int | None = None) -> Layout:
-    """``distribution: type: ray``: one Ray node per emulated node, the head on node 0, the command
-    once, on the head (:mod:`amldist.runtime.ray_node` starts each node and runs it). Ports: the
-    head's GCS port is ``distribution.port`` when given, else a free one (Azure ML's 6379 is often
-    taken here); the dashboard is off unless ``include_dashboard: true``. Logs: one per node,
-    ``std_log_node_<NN>.txt`` as for a multi-node job's nodes."""
-    extra = extra or {}
-    port = int(extra["port"]) if isinstance(extra.get("port"), int) else (port or free_ports(1)[0])
-    shared = {"AMLDIST_RAY_HEAD": f"{LOOPBACK}:{port}", "AMLDIST_RAY_NODES": str(nodes), "AMLDIST_RAY_NODE_IP": LOOPBACK}
+def ray_settings(dist, file: str) -> dict:
+    """``distribution``'s Ray fields, for every backend that starts the cluster itself (local, Slurm);
+    ``address`` (join a cluster that exists elsewhere) is refused: these backends start the job's own."""
+    extra = dict(dist.extra or {})
+    if extra.get("address"):
+        raise UserError(f"{file}: distribution.address {extra['address']!r} joins an existing Ray cluster, "
+                        "which amldist does not join: it starts the job's own",
+                        hint="remove distribution.address to start the job's own cluster")
+    return extra
+
+
+def ray_port(extra: dict) -> int | None:
+    """The head's GCS port the job asks for (``distribution.port``), else None (the backend picks a free one)."""
+    return int(extra["port"]) if isinstance(extra.get("port"), int) else None
+
+
+def ray_variables(nodes: int, extra: dict) -> dict[str, str]:
+    """What every Ray node of a job gets whatever its role and address (:mod:`amldist.runtime.ray_node`):
+    the node count and the distribution's Ray fields."""
+    shared = {"AMLDIST_RAY_NODES": str(nodes)}
     for key, name in (("head_node_additional_args", "AMLDIST_RAY_HEAD_ARGS"),
                       ("worker_node_additional_args", "AMLDIST_RAY_WORKER_ARGS"),
                       ("dashboard_port", "AMLDIST_RAY_DASHBOARD_PORT")):
@@ -275,6 +286,18 @@ def ray_layout(nodes: int, extra: dict | None = None, port: int | None = None) -
             shared[name] = str(extra[key])
     if extra.get("include_dashboard") is True:
         shared["AMLDIST_RAY_DASHBOARD"] = "true"
+    return shared
+
+
+def ray_layout(nodes: int, extra: dict | None = None, port: int | None = None) -> Layout:
+    """``distribution: type: ray``: one Ray node per emulated node, the head on node 0, the command
+    once, on the head (:mod:`amldist.runtime.ray_node` starts each node and runs it). Ports: the
+    head's GCS port is ``distribution.port`` when given, else a free one (Azure ML's 6379 is often
+    taken here); the dashboard is off unless ``include_dashboard: true``. Logs: one per node,
+    ``std_log_node_<NN>.txt`` as for a multi-node job's nodes."""
+    extra = extra or {}
+    port = ray_port(extra) or port or free_ports(1)[0]
+    shared = {"AMLDIST_RAY_HEAD": f"{LOOPBACK}:{port}", "AMLDIST_RAY_NODE_IP": LOOPBACK, **ray_variables(nodes, extra)}
     slots = [Slot("ray head" if n == 0 else f"ray worker {n}", n, None, f"std_log_node_{n:02d}.txt",
                   {**shared, "AMLDIST_RAY_ROLE": "head" if n == 0 else "worker"}) for n in range(nodes)]
     return Layout("ray", nodes, slots)
@@ -285,6 +308,18 @@ def single_layout(nodes: int) -> Layout:
     if nodes == 1:
         return Layout("single", 1, [Slot("process", 0, None, "std_log.txt")])
     return Layout("single", nodes, [Slot(f"node {n}", n, None, f"std_log_node_{n:02d}.txt") for n in range(nodes)])
+
+
+CHECKPOINT_VARIABLE = "AMLDIST_CHECKPOINT_DIR"  # amldist.runtime.checkpoint.ENV_DIR
+
+
+def checkpoint_variable(options, run_dir: str) -> dict[str, str]:
+    """AMLDIST_CHECKPOINT_DIR when the run is one of a retried run's attempts (amldist.runtime.checkpoint):
+    the folder the attempts share (``checkpoint_dir``), or this run's own when it is the first (``checkpoints``).
+    Local and Slurm runs alike; the job's own value wins (the caller's to apply)."""
+    shared = getattr(options, "checkpoint_dir", None) or (os.path.join(run_dir, "checkpoints")
+                                                          if getattr(options, "checkpoints", False) else None)
+    return {CHECKPOINT_VARIABLE: os.path.abspath(shared)} if shared else {}
 
 
 def run_info(job_name: str, nodes: int) -> dict[str, str]:

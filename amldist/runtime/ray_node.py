@@ -17,7 +17,8 @@ never to a shell), ``AMLDIST_RAY_DASHBOARD`` (``include_dashboard``: ``true``) a
 
 The head waits until every node has joined (asked of the cluster itself, through Ray's client),
 runs the command after ``--`` with ``RAY_ADDRESS`` set, stops its Ray node and exits with the
-command's code. A worker keeps its node up until the head's port closes, then stops it and exits 0.
+command's code. A worker starts its node once the head's is alive, keeps it up until the head's port
+closes, then stops it and exits 0.
 Ray is the user's dependency, like torch: without it, one line and exit 2. Standard library only,
 as the rest of the runtime: the cluster is driven through Ray's own command line
 (``python -m ray.scripts.scripts``, what the ``ray`` command runs), so the Python that runs the
@@ -134,19 +135,46 @@ def run_head(s: dict, command: list[str], children: list) -> int:
     return user.wait()
 
 
+def wait_for_head(s: dict) -> None:
+    """Block until the head's own node is alive in its GCS: ``ray start --address`` gives up when the GCS answers
+    before the head registered (a loaded machine, or the head's node started later, as on Slurm)."""
+    address, deadline = f"{s['host']}:{s['port']}", time.monotonic() + JOIN_TIMEOUT
+    while not (port_open(s["host"], s["port"]) and alive_nodes(address) >= 1):
+        if time.monotonic() > deadline:
+            raise RayNodeError(f"the Ray head at {address} did not come up within {JOIN_TIMEOUT:.0f} s; "
+                               "see the head's log (AMLDIST_RAY_JOIN_TIMEOUT to wait longer)")
+        time.sleep(POLL * 2)
+
+
 def run_worker(s: dict, children: list) -> int:
-    """Keep this node up while the head's port answers; 0 once the head has gone (the job is over)."""
-    node = subprocess.Popen(start_argv(s), stdin=subprocess.DEVNULL)
-    children.append(node)
-    seen, misses = False, 0
+    """Start this node once the head's is alive and keep it up (:func:`keep_up`); a node whose start failed while
+    the head is up is started again until AMLDIST_RAY_JOIN_TIMEOUT (Ray gives a raylet 30 s to register, which a
+    loaded machine can exceed)."""
+    wait_for_head(s)
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    while True:
+        node = subprocess.Popen(start_argv(s), stdin=subprocess.DEVNULL)
+        children.append(node)
+        code = keep_up(s, node)
+        if code is not None:
+            return code
+        if time.monotonic() > deadline:
+            return node.returncode or 1
+        print(f"amldist: this Ray node stopped (ray start exited {node.returncode}) while the head is up; "
+              "starting it again", flush=True)
+
+
+def keep_up(s: dict, node: subprocess.Popen) -> int | None:
+    """Keep ``node`` up while the head's port answers: 0 once the head has gone (the job is over), None when the
+    node stopped while the head is still up."""
+    misses = 0
     while node.poll() is None:
-        up = port_open(s["host"], s["port"])
-        seen, misses = seen or up, (0 if up else misses + 1)
-        if seen and misses >= 2:  # the job is over: nothing is left to drain towards a head that has gone
+        misses = 0 if port_open(s["host"], s["port"]) else misses + 1
+        if misses >= 2:  # the job is over: nothing is left to drain towards a head that has gone
             stop(node, grace=3.0)
             return 0
         time.sleep(POLL * 2)
-    return 0 if seen and not port_open(s["host"], s["port"]) else node.returncode or 1
+    return None if port_open(s["host"], s["port"]) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

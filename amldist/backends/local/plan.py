@@ -44,7 +44,6 @@ from amldist.rules import counts, faults, process_counts, snapshot_preview
 from amldist.rules.secrets import mask_env, mask_text
 from amldist.submit.prepared import Prepared, SubmitOptions
 
-CHECKPOINT_VARIABLE = "AMLDIST_CHECKPOINT_DIR"  # amldist.runtime.checkpoint.ENV_DIR
 __all__ = ["MASKED_HEADER", "LocalPlan", "RankSpec", "code_folder", "describe", "find_mpirun", "job_name", "plan",
            "rerunnable_yaml", "resolve_inputs"]
 
@@ -129,7 +128,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
     base = envs.clean_environ(environ)
     # the size's facts for the runtime's fabric check (amldist.rules.fabric); the job's own values win
     job_vars = {**size_variables(getattr(job.resources, "instance_type", None)), **filled.variables}
-    job_vars = {**checkpoint_variable(options, run_dir), **job_vars}  # the job's own value wins
+    job_vars = {**envs.checkpoint_variable(options, run_dir), **job_vars}  # the job's own value wins
     python = envs.interpreter(options.python, base)
     job_vars["PATH"] = envs.python_path(job_vars.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     cwd = os.path.join(run_dir, "code")
@@ -161,14 +160,6 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
                      python=python, faults=injected, attempt=attempt_of(options),
                      explain=getattr(options, "explain", None), ports=layout.ports)
-
-
-def checkpoint_variable(options, run_dir: str) -> dict[str, str]:
-    """AMLDIST_CHECKPOINT_DIR when the run is one of a retried run's attempts (amldist.runtime.checkpoint):
-    the folder the attempts share (``checkpoint_dir``), or this run's own when it is the first (``checkpoints``)."""
-    shared = getattr(options, "checkpoint_dir", None) or (os.path.join(run_dir, "checkpoints")
-                                                          if getattr(options, "checkpoints", False) else None)
-    return {CHECKPOINT_VARIABLE: os.path.abspath(shared)} if shared else {}
 
 
 def drill_faults(texts, layout: envs.Layout, processes, ranks, file: str) -> tuple:
@@ -232,18 +223,9 @@ def launcher_layout(job, file: str) -> envs.Layout:
         _local_limit(workers + ps, file)
         return envs.tensorflow_layout(workers, ps)
     if kind == "ray":
-        return envs.ray_layout(_local_limit(nodes, file), ray_settings(dist, file))
+        return envs.ray_layout(_local_limit(nodes, file), envs.ray_settings(dist, file))
     raise UserError(f"{file}: distribution type {dist.type!r} is not emulated by the local backend",
                     hint="pytorch, mpi, tensorflow and ray run locally; submit this job to Azure ML instead")
-
-
-def ray_settings(dist, file: str) -> dict:
-    """``distribution``'s Ray fields; ``address`` (join a cluster that exists elsewhere) is refused locally."""
-    extra = dict(dist.extra or {})
-    if extra.get("address"):
-        raise UserError(f"{file}: distribution.address {extra['address']!r} joins an existing Ray cluster, "
-                        "which a local run cannot reach", hint="remove distribution.address to start a local cluster")
-    return extra
 
 
 def mpi_processes(layout: envs.Layout, ranks: list[RankSpec], launcher: str | None, shell: str, command: str,

@@ -38,6 +38,9 @@ class SlurmOptions(Options):
     time: str | None = None  # --time: Slurm's format; default from limits.timeout
     run_root: str = DEFAULT_RUN_ROOT  # run folders, on a filesystem every node sees
     python: str | None = None  # the python every task runs (default: the one amldist runs in)
+    exclude: str | None = None  # sbatch --exclude: nodes a retry keeps off (the node a fault was diagnosed on)
+    checkpoint_dir: str | None = None  # AMLDIST_CHECKPOINT_DIR for every task (a retry's attempts share it)
+    checkpoints: bool = False  # AMLDIST_CHECKPOINT_DIR = <run folder>/checkpoints unless checkpoint_dir is given
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class SlurmJobPlan(Plan):
     kind = "job"
     job_name: str
     run_dir: str
-    launch: str  # pytorch | mpi | single
+    launch: str  # pytorch | mpi | tensorflow | ray | single
     nodes: int
     tasks_per_node: int
     sbatch_options: tuple[str, ...]
@@ -92,7 +95,8 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
     workers = sum(slot.label.startswith("worker") for slot in layout.slots) if tf else 0
     base = launchers.clean_environ(environ)
     python = launchers.interpreter(options.python, base)
-    added = {**filled.variables, **launchers.run_info(name, nodes)}
+    added = {**launchers.checkpoint_variable(options, run_dir), **filled.variables,  # the job's own value wins
+             **launchers.run_info(name, nodes), **ray_variables(job, nodes, layout)}
     check_variable_names(added, file)
     added["PATH"] = launchers.python_path(added.get("PATH", base.get("PATH", "")), python, os.path.join(run_dir, "bin"))
     limit = options.time or (script.time_limit(int(job.limits.timeout))
@@ -101,13 +105,16 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                                    gpus_per_node=gpus_per_node(job), time=script.check_option("--time", limit),
                                    partition=script.check_option("--partition", options.partition),
                                    account=script.check_option("--account", options.account),
-                                   tasks=len(layout.slots) if tf else None)
+                                   tasks=len(layout.slots) if tf else None,
+                                   exclude=script.check_option("--exclude", options.exclude))
     mpirun = find_mpirun(base) if launch == "mpi" else None
+    add_runtime = not (code_source and has_own_amldist(code_source))
     text = script.batch_script(sbatch, name=name, kind=launch, run_dir=run_dir, command=filled.command, nodes=nodes,
                                tasks_per_node=per_node, python=python, mpirun=mpirun,
                                as_root=hasattr(os, "geteuid") and os.geteuid() == 0, workers=workers,
-                               parameter_servers=len(layout.slots) - workers if tf else 0)
-    add_runtime = not (code_source and has_own_amldist(code_source))
+                               parameter_servers=len(layout.slots) - workers if tf else 0,
+                               port=launchers.ray_port(job.distribution.extra or {}) if launch == "ray" else None,
+                               ray_node=BUNDLED_RAY_NODE if add_runtime else None)
     notes = [] if add_runtime else ["the code folder has its own 'amldist': the runtime shim is not added (as on Azure)"]
     return SlurmJobPlan(name, run_dir, launch, nodes, per_node, sbatch, text, added,
                         tasks=tuple((slot.label, slot.log_name, slot.node) for slot in layout.slots),
@@ -116,6 +123,19 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                         job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir), python=python,
                         stream=options.stream, notes=tuple(notes),
                         includes=tuple(getattr(prepared, "code_includes", ())))
+
+
+# The Ray node module in the job's snapshot (task-script text: "$run" is the run folder), run when the runtime
+# is bundled so every node runs the copy the job was submitted with; else the installed one (launchers.RAY_NODE).
+BUNDLED_RAY_NODE = '"$run"/code/amldist/runtime/ray_node.py'
+
+
+def ray_variables(job, nodes: int, layout: launchers.Layout) -> dict[str, str]:
+    """A Ray job's variables that are the same on every node (node count, the distribution's Ray fields), as
+    the local plan sets them; the role and the addresses are the task script's (script.rank_variables)."""
+    if layout.kind != "ray":
+        return {}
+    return launchers.ray_variables(nodes, job.distribution.extra or {})
 
 
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -147,8 +167,10 @@ def shape(job, file: str) -> tuple[str, int, int, launchers.Layout]:
         workers = _count(dist.worker_count) if dist.worker_count is not None else nodes
         ps = _count(dist.parameter_server_count) if dist.parameter_server_count else 0
         return kind, nodes, max(1, -(-(workers + ps) // nodes)), launchers.tensorflow_layout(workers, ps, [1] * (workers + ps))
+    if kind == "ray":  # one task per node: the Ray node module (script.start_line)
+        return kind, nodes, 1, launchers.ray_layout(nodes, launchers.ray_settings(dist, file), port=1)
     raise UserError(f"{file}: distribution type {dist.type!r} is not run by the Slurm backend",
-                    hint="pytorch, mpi, tensorflow and no distribution run on Slurm")
+                    hint="pytorch, mpi, tensorflow, ray and no distribution run on Slurm")
 
 
 def _count(value) -> int:

@@ -16,6 +16,11 @@ Slurm's own variables inside the allocation:
 - ``tensorflow``: one task per worker and parameter server (``--ntasks``); a first ``srun`` finds each
   task's node and a port free there, then each task gets TF_CONFIG as Azure ML writes it (cluster,
   task type and index, ``"environment": "cloud"``);
+- ``ray``: one task per node, each running :mod:`amldist.runtime.ray_node` (the job snapshot's copy when the
+  runtime is bundled, else the installed one): the head on the first node (``SLURM_NODEID`` 0), which runs
+  the command once, a worker on every other; AMLDIST_RAY_HEAD is the first node's address and a port free
+  there (``distribution.port`` when given), AMLDIST_RAY_NODE_IP the task's own node's ``NodeAddr``; the
+  distribution's other Ray fields travel with the job's values (:func:`amldist.engine.launchers.ray_variables`);
 - no distribution: the command once per node.
 
 Every task drops Slurm's own variables (SLURM_*, SLURMD_*, SRUN_*) before the command starts, so a
@@ -41,7 +46,7 @@ import os
 import re
 import shlex
 
-from amldist.engine.launchers import process_log_name, rank_digits
+from amldist.engine.launchers import RAY_NODE, process_log_name, rank_digits
 from amldist.errors import UserError
 
 PORT_PICKER = 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
@@ -84,20 +89,21 @@ def time_limit(seconds: int) -> str:
 
 def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
                    time: str | None, partition: str | None, account: str | None,
-                   tasks: int | None = None) -> tuple[str, ...]:
+                   tasks: int | None = None, exclude: str | None = None) -> tuple[str, ...]:
     """The ``#SBATCH`` options, in the order they are written; ``tasks``: a total (tensorflow's tasks) in
     place of the tasks per node; ``marker``: the run's (``--comment``, how amldist knows its jobs).
 
     No path is written here (a ``#`` in the project's path would end an ``#SBATCH`` line): ``sbatch`` runs in
     ``<run>/code`` (the job's working folder) and gets the output file on its command line
     (:func:`command_line_options`). The values given by the user (``--time``, ``--partition``,
-    ``--account``) are checked by :func:`check_option`."""
+    ``--account``) are checked by :func:`check_option`; ``exclude``: nodes to keep the job off (``--exclude``,
+    a retry's after a node fault)."""
     per = f"--ntasks={tasks}" if tasks else f"--ntasks-per-node={tasks_per_node}"
     options = [f"--job-name={name}", f"--nodes={nodes}", per]
     if gpus_per_node:
         options.append(f"--gpus-per-node={gpus_per_node}")
     options += [f"--{key}={value}" for key, value in (("time", time), ("partition", partition),
-                                                       ("account", account)) if value]
+                                                       ("account", account), ("exclude", exclude)) if value]
     # --no-requeue: a job whose node fails ends Failed, as on Azure ML, instead of starting over in the same
     # run folder (Slurm's default requeues a batch job after a node failure)
     options += [f"--comment={marker}", "--export=ALL", "--no-requeue"]
@@ -140,6 +146,8 @@ def log_name(kind: str, nodes: int, world: int, workers: int = 0) -> str:
     if kind == "tensorflow":
         return (f'$([ "$rank" -lt {workers} ] && printf std_log_node_%02d_worker.txt "$rank" '
                 f'|| printf std_log_node_%02d_ps.txt $((rank - {workers})))')
+    if kind == "ray":  # one log per node, as the local backend names a Ray job's nodes
+        return 'std_log_node_$(printf %02d "$SLURM_NODEID").txt'
     if kind == "single":
         return "std_log.txt" if nodes == 1 else 'std_log_node_$(printf %02d "$SLURM_NODEID").txt'
     if world == 1:
@@ -159,10 +167,26 @@ def rank_variables(kind: str, nodes: int) -> str:
         master = ('AZ_BATCH_MASTER_NODE="$MASTER_ADDR:$MASTER_PORT"' if nodes > 1
                   else 'AZ_BATCHAI_MPI_MASTER_NODE="$MASTER_ADDR"')
         return f"export {master}; unset MASTER_ADDR MASTER_PORT"
+    if kind == "ray":  # the head's GCS at the first node's address; this node's own address from Slurm
+        return (r"""node_ip=$(scontrol show node "$SLURMD_NODENAME" -o | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p'); """
+                'export AMLDIST_RAY_ROLE=$([ "$SLURM_NODEID" = 0 ] && echo head || echo worker) '
+                'AMLDIST_RAY_HEAD="$MASTER_ADDR:$MASTER_PORT" AMLDIST_RAY_NODE_IP="${node_ip:-$MASTER_ADDR}"; '
+                "unset MASTER_ADDR MASTER_PORT node_ip")
     return "unset MASTER_ADDR MASTER_PORT"
 
 
-def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 0) -> str:
+def start_line(kind: str, command: str, python: str, ray_node: str | None) -> str:
+    """The task's program, in a process group of its own: the command, or for ``ray`` the Ray node module
+    (the command after ``--`` on the head only, as :func:`amldist.backends.local.plan.ray_argv` runs it)."""
+    if kind != "ray":
+        return f"setsid bash -c {shlex.quote(command)} &"
+    node = f"{shlex.quote(python)} {ray_node or shlex.quote(RAY_NODE)}"
+    return (f'if [ "$AMLDIST_RAY_ROLE" = head ]; then setsid {node} -- bash -c {shlex.quote(command)} & '
+            f"else setsid {node} & fi")
+
+
+def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 0, python: str = "python",
+                ray_node: str | None = None) -> str:
     """What each task runs (``bash -c``): Azure ML's variables, its own log, the command, its exit code."""
     rank = '"$OMPI_COMM_WORLD_RANK"' if kind == "mpi" else '"$SLURM_PROCID"'
     return "\n".join([
@@ -173,7 +197,7 @@ def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 
         DROP_SLURM,
         'cd "$run"/code || exit 1',
         # its own process group: what the command leaves behind goes with it, as with Azure ML's container
-        f"setsid bash -c {shlex.quote(command)} &",
+        start_line(kind, command, python, ray_node),
         'pid=$!',
         """trap 'kill -TERM -- -"$pid" 2>/dev/null' TERM INT""",
         'wait "$pid"; code=$?',
@@ -221,8 +245,12 @@ def launch_line(kind: str, nodes: int, tasks_per_node: int, mpirun: str | None, 
 
 def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str, command: str, nodes: int,
                  tasks_per_node: int, python: str, mpirun: str | None = None, as_root: bool = False,
-                 workers: int = 0, parameter_servers: int = 0) -> str:
-    """The whole sbatch script (see the module docstring)."""
+                 workers: int = 0, parameter_servers: int = 0, port: int | None = None,
+                 ray_node: str | None = None) -> str:
+    """The whole sbatch script (see the module docstring); ``port``: MASTER_PORT when the job names one
+    (``distribution.port`` of a Ray job), else a port free on the first node; ``ray_node``: the Ray node
+    module's path as shell text (None: the installed one)."""
+    picked = str(port) if port else f"$({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})"
     world = workers + parameter_servers if kind == "tensorflow" else nodes * tasks_per_node
     state = '"$AMLDIST_RUN_DIR"/state'
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in options),
@@ -233,9 +261,9 @@ def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str
              'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
              r"""addr=$(scontrol show node "$first" -o | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p')""",
              'export MASTER_ADDR="${addr:-$first}"',
-             f"export MASTER_PORT=$({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})",
+             f"export MASTER_PORT={picked}",
              *(tensorflow_cluster(python, workers, parameter_servers) if kind == "tensorflow" else ()),
-             f"task={shlex.quote(task_script(kind, command, nodes, world, workers))}",
+             f"task={shlex.quote(task_script(kind, command, nodes, world, workers, python, ray_node))}",
              launch_line(kind, nodes, tasks_per_node, mpirun, as_root),
              "code=$?",
              f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/ended",

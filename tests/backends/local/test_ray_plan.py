@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amldist.backends.local import launchers
+from amldist.engine import launchers
 from amldist.backends.local.plan import describe, plan
 from amldist.errors import UserError
 from amldist.submit.prepare import prepare

@@ -105,11 +105,53 @@ def test_tensorflow_asks_for_one_task_per_worker_and_parameter_server(tmp_path):
     assert "state/tf_config" in p.script
 
 
-def test_a_distribution_slurm_cannot_run_is_refused_with_one_line(tmp_path):
-    with pytest.raises(UserError, match="'ray' is not run by the Slurm backend"):
+def test_ray_runs_one_ray_node_per_slurm_node_with_the_command_once_on_the_head(tmp_path):
+    p = make_plan(tmp_path, """
+        command: python train.py
+        distribution: {type: ray, port: 6390, head_node_additional_args: "--num-cpus 2"}
+        resources: {instance_count: 3}
+        """)
+    assert "--nodes=3" in p.sbatch_options and "--ntasks-per-node=1" in p.sbatch_options
+    assert [t[:2] for t in p.tasks] == [("ray head", "std_log_node_00.txt"), ("ray worker 1", "std_log_node_01.txt"),
+                                        ("ray worker 2", "std_log_node_02.txt")]
+    # the same node count and Ray fields as the local plan gives every node; the role and addresses are the task's
+    assert p.environment["AMLDIST_RAY_NODES"] == "3" and p.environment["AMLDIST_RAY_HEAD_ARGS"] == "--num-cpus 2"
+    assert "export MASTER_PORT=6390\n" in p.script  # distribution.port is the head's GCS port
+    assert 'AMLDIST_RAY_HEAD="$MASTER_ADDR:$MASTER_PORT"' in p.script
+    # the snapshot's copy of the Ray node module; only the head gets the command
+    assert ("then setsid " + p.python + ' "$run"/code/amldist/runtime/ray_node.py -- bash -c') in p.script.replace(
+        "'\"'\"'", "'")
+    task = next(line for line in p.script.splitlines() if line.startswith("if [ "))
+    assert task.count("train.py") == 1 and task.index("train.py") < task.index("else")
+
+
+def test_a_task_script_runs_the_ray_nodes_and_names_their_roles_in_real_bash(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    python = fake / "python"  # says what a Ray node would be started with
+    python.write_text('#!/bin/sh\necho "$AMLDIST_RAY_ROLE $AMLDIST_RAY_HEAD $AMLDIST_RAY_NODE_IP $*"\n')
+    python.chmod(0o755)
+    text = script.task_script("ray", "echo the command", 2, 2, python=str(python), ray_node="NODE")
+    (tmp_path / "code").mkdir()
+    (tmp_path / "user_logs").mkdir()
+    (tmp_path / "state").mkdir()
+    (fake / "scontrol").write_text("#!/bin/sh\necho NodeName=$3 Arch=x NodeAddr=10.0.0.$3 NodeHostName=h\n")
+    (fake / "scontrol").chmod(0o755)
+    for node in (0, 1):
+        env = {"PATH": f"{fake}:/usr/bin:/bin", "AMLDIST_RUN_DIR": str(tmp_path), "SLURM_PROCID": str(node),
+               "SLURM_NODEID": str(node), "SLURMD_NODENAME": str(node + 1), "MASTER_ADDR": "10.0.0.1",
+               "MASTER_PORT": "7000"}
+        subprocess.run(["bash", "-c", text + "\n"], env=env, check=True)
+    head, worker = ((tmp_path / "user_logs" / f"std_log_node_0{n}.txt").read_text() for n in (0, 1))
+    assert head == "head 10.0.0.1:7000 10.0.0.1 NODE -- bash -c echo the command\n"
+    assert worker == "worker 10.0.0.1:7000 10.0.0.2 NODE\n"  # its own node's NodeAddr
+
+
+def test_ray_on_slurm_refuses_joining_an_existing_cluster_in_one_line(tmp_path):
+    with pytest.raises(UserError, match="distribution.address '10.0.0.9:6379' joins an existing Ray cluster"):
         make_plan(tmp_path, """
             command: python train.py
-            distribution: {type: ray}
+            distribution: {type: ray, address: "10.0.0.9:6379"}
             """)
 
 
@@ -216,3 +258,15 @@ def test_a_slurm_conf_that_does_not_exist_is_said_at_once(monkeypatch, tmp_path)
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
     with pytest.raises(UserError, match="SLURM_CONF names a file that does not exist"):
         commands.call("squeue", "-h")
+
+
+def test_a_retry_keeps_its_job_off_a_node_and_shares_the_first_attempts_checkpoints(tmp_path):
+    p = make_plan(tmp_path, "command: python train.py\n", exclude="n2", checkpoint_dir=str(tmp_path / "first"))
+    assert "--exclude=n2" in p.sbatch_options
+    assert p.environment["AMLDIST_CHECKPOINT_DIR"] == str(tmp_path / "first")
+    first = make_plan(tmp_path, "command: python train.py\n", checkpoints=True)
+    assert first.environment["AMLDIST_CHECKPOINT_DIR"] == os.path.join(first.run_dir, "checkpoints")
+    assert "AMLDIST_CHECKPOINT_DIR" not in make_plan(tmp_path, "command: python train.py\n").environment
+    assert not any(o.startswith("--exclude") for o in first.sbatch_options)
+    with pytest.raises(UserError, match="--exclude 'n1 n2' is not a Slurm name or value"):
+        make_plan(tmp_path, "command: python train.py\n", exclude="n1 n2")
