@@ -92,7 +92,7 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
             s.close()
 
 
-PORT_VARIABLES = ("MASTER_PORT", "TF_CONFIG", "AZ_BATCH_MASTER_NODE")  # the only values a port token is in
+PORT_VARIABLES = ("MASTER_PORT", "TF_CONFIG", "AZ_BATCH_MASTER_NODE", "AMLDIST_RAY_HEAD")  # the only values a port token is in
 
 
 def port_token(index: int) -> str:
@@ -292,15 +292,15 @@ def ray_variables(nodes: int, extra: dict) -> dict[str, str]:
 def ray_layout(nodes: int, extra: dict | None = None, port: int | None = None) -> Layout:
     """``distribution: type: ray``: one Ray node per emulated node, the head on node 0, the command
     once, on the head (:mod:`amldist.runtime.ray_node` starts each node and runs it). Ports: the
-    head's GCS port is ``distribution.port`` when given, else a free one (Azure ML's 6379 is often
-    taken here); the dashboard is off unless ``include_dashboard: true``. Logs: one per node,
+    head's GCS port is ``distribution.port`` when given, else one chosen free when the run starts (a port
+    token: Azure ML's 6379 is often taken here); the dashboard is off unless ``include_dashboard: true``. Logs: one per node,
     ``std_log_node_<NN>.txt`` as for a multi-node job's nodes."""
     extra = extra or {}
-    port = ray_port(extra) or port or free_ports(1)[0]
+    port = ray_port(extra) or port or port_token(0)
     shared = {"AMLDIST_RAY_HEAD": f"{LOOPBACK}:{port}", "AMLDIST_RAY_NODE_IP": LOOPBACK, **ray_variables(nodes, extra)}
     slots = [Slot("ray head" if n == 0 else f"ray worker {n}", n, None, f"std_log_node_{n:02d}.txt",
                   {**shared, "AMLDIST_RAY_ROLE": "head" if n == 0 else "worker"}) for n in range(nodes)]
-    return Layout("ray", nodes, slots)
+    return Layout("ray", nodes, slots, ports=1 if port == port_token(0) else 0)
 
 
 def single_layout(nodes: int) -> Layout:
