@@ -174,25 +174,26 @@ def shell_findings(command, inputs) -> list[CommandFinding]:
     (``shell-divergence``) or that a local run refuses (``shell-value``). One finding per input."""
     if not isinstance(command, str) or "${{" not in command or not isinstance(inputs, dict):
         return []
-    from amldist.rules import placeholders as ph, shell_command, shell_values
+    from amldist.rules import placeholders as ph, shell_command, shell_grammar, shell_values
 
     try:
         text = ph.drop_unset_groups(command, lambda ref: True, ph.V2)  # every group kept, brackets removed
         refs = [r for r in ph.references(text, ph.V2) if r.source == "inputs" and r.name in inputs]
     except ph.PlaceholderSyntaxError:
         return []  # command_findings reports it
-    found = shell_command.contexts(text, [(r.start, r.end) for r in refs])
+    found = shell_command.contexts(text, [(r.start, r.end) for r in refs], quoting=False)
     findings: dict[str, CommandFinding] = {}
     for ref in refs:
         if ref.name in findings:
             continue
         key, written = f"inputs.{ref.name}", text[ref.start:ref.end]
         context = found.get(ref.start, shell_command.Context(shell_command.UNPLACED))
-        finding = _value_finding(key, _literal_value(inputs[ref.name]), context, written)
+        code_of_python = context.role == shell_grammar.INTERPRETER_CODE
+        finding = None if code_of_python else _value_finding(key, _literal_value(inputs[ref.name]), context, written)
         warning = shell_values.context_warning("${{" + key + "}}", context)
         if finding is None and warning:
-            code = "interpreter-code" if context.proven_safe() else "shell-context"
-            hint = shell_values.INTERPRETER_HINT if context.proven_safe() else (
+            code = "interpreter-code" if code_of_python else "shell-context"
+            hint = shell_values.INTERPRETER_HINT if code_of_python else (
                 f"pass it as an argument of a program (python t.py --{ref.name} \"{written}\")")
             finding = CommandFinding(code, WARNING, warning, hint, ref.start, written)
         if finding is not None:

@@ -52,7 +52,7 @@ ENCLOSING_TEXT = {
 }
 
 
-SAFE_ROLES = (grammar.ARGUMENT, grammar.INTERPRETER_CODE)
+SAFE_ROLES = (grammar.ARGUMENT,)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ The proof covers only commands written in a small grammar that amldist reads com
 - a **simple command**: optional ``NAME=word`` prefixes without a value in them, the program, its
   words, and redirections ``<``, ``>``, ``>>``, ``>|`` to a word or ``N>&M`` / ``N<&M``;
 - a **word**: plain characters (anything but blanks and ``|&;<>()$`\\"'{}``), ``\\x`` escapes,
-  ``'...'``, ``$'...'``, ``"..."`` holding plain text, escapes, ``$NAME``/``${NAME}`` and
+  ``'...'``, ``"..."`` holding plain text, escapes, ``$NAME``/``${NAME}`` and
   placeholders, and unquoted ``$NAME``/``${NAME}``: no brace expansion, no ``$(...)``, backtick,
   arithmetic, special or positional parameter (``$_``, ``$1``, ``$@``) or ``${...}`` operator
   (``${X@P}`` evaluates its value); the program word is a literal without patterns;
@@ -22,7 +22,8 @@ its program word or options included, is not proven, and takes only benign value
 
 - ``python`` (any version): options ``-u -B -O -OO -E -s -S -I -b -q -d -v -R -P``, ``-W X``,
   ``-X X``, then a script, ``-m MODULE`` or ``-c CODE``: every word after the script or module
-  is an argument; the code of ``-c`` is Python code (passed literally, and warned about). Without
+  is an argument; the code of ``-c`` is code (whatever program answers to ``python``, a copy of a
+  shell included): benign values only, and ``validate`` warns. Without
   a script (``python``, ``python -``, ``python -i``) Python reads code from its input: not proven;
 - ``torchrun`` and ``python -m torch.distributed.run``/``launch``, ``deepspeed`` (and
   ``python -m deepspeed.launcher.runner``), ``accelerate launch`` (and ``python -m
@@ -49,10 +50,10 @@ import bisect
 import re
 from dataclasses import dataclass
 
-UNQUOTED, DOUBLE, SINGLE, ANSI, COMMENT = "unquoted", "double", "single", "ansi", "comment"
+UNQUOTED, DOUBLE, SINGLE, COMMENT = "unquoted", "double", "single", "comment"
 
 ARGUMENT = "argument"  # a literal argument of a program on the list: any value
-INTERPRETER_CODE = "interpreter-code"  # the code of python -c: literal, but Python runs it
+INTERPRETER_CODE = "interpreter-code"  # the code of python -c: code, whatever answers to `python`: benign only
 PROGRAM = "program"  # the program or script position of a proven command: only a local path or a benign value
 OUTSIDE = "outside"  # anywhere else: only benign values
 
@@ -164,7 +165,6 @@ class _Word:
 _PLAIN = re.compile(r"[^\s|&;<>()$`\\\"'{}]+")
 _NAME_EXPANSION = re.compile(r"\$(?:([A-Za-z][A-Za-z0-9_]*|_[A-Za-z0-9_]+)|\{([A-Za-z][A-Za-z0-9_]*|_[A-Za-z0-9_]+)\})")
 _DOUBLE_PLAIN = re.compile(r'[^"\\$`]+')
-_ANSI = re.compile(r"\$'(?:[^'\\]|\\.)*'", re.S)
 _REDIRECT = re.compile(r"([0-9]*)(>>|>\||>&|<&|>|<)")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATOR = re.compile(r"&&|\|\||;|&|\||\n")
@@ -305,13 +305,7 @@ class _Reader:
     def _dollar(self, word: _Word) -> None:
         text, i = self.text, self.i
         if text.startswith("$'", i):
-            ansi = _ANSI.match(text, i)
-            if ansi is None:
-                raise Outside("an unclosed $'")
-            self._holders_in(word, i + 2, ansi.end() - 1, ANSI)
-            word.expands = True  # its escapes are not read here: never a literal
-            self.i = ansi.end()
-            return
+            raise Outside("$'...' (bash reads it as quotes, dash as $ and '...')")
         name = _NAME_EXPANSION.match(text, i)
         if name:
             word.expands = True
