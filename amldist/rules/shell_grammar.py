@@ -135,7 +135,7 @@ class Outside(Exception):
     """The command leaves the grammar; the message says where (for the refusal's hint)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Word:
     start: int
     parts: list  # literal text pieces
@@ -164,6 +164,7 @@ class _Word:
 
 _PLAIN = re.compile(r"[^\s|&;<>()$`\\\"'{}]+")
 _NAME_EXPANSION = re.compile(r"\$(?:([A-Za-z][A-Za-z0-9_]*|_[A-Za-z0-9_]+)|\{([A-Za-z][A-Za-z0-9_]*|_[A-Za-z0-9_]+)\})")
+_PATTERN = re.compile(r"[*?\[]")
 _DOUBLE_PLAIN = re.compile(r'[^"\\$`]+')
 _REDIRECT = re.compile(r"([0-9]*)(>>|>\||>&|<&|>|<)")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -181,8 +182,9 @@ class _Reader:
         self.i = 0
         self.comments: list[int] = []  # placeholders inside comments
 
-    def commands(self) -> list[list[_Word]]:
-        text, found, words = self.text, [], []
+    def commands(self):
+        """Each simple command's words in turn (a generator: a large command's words need not all live at once)."""
+        text, words = self.text, []
         while True:
             blanks = _BLANKS.match(text, self.i)
             if blanks:
@@ -200,7 +202,7 @@ class _Reader:
                 if not words and operator.group() != "\n":
                     raise Outside(f"{operator.group()!r} without a command before it")
                 if words:
-                    found.append(words)
+                    yield words
                 words = []
                 self.i = operator.end()
                 continue
@@ -209,8 +211,7 @@ class _Reader:
                 continue
             words.append(self._word())
         if words:
-            found.append(words)
-        return found
+            yield words
 
     def _comment(self) -> None:
         end = self.text.find("\n", self.i)
@@ -258,7 +259,7 @@ class _Reader:
                 end = self._before_placeholder(i, plain.end())
                 piece = text[i:end]
                 word.parts.append(piece)
-                word.patterned |= any(c in piece for c in "*?[")
+                word.patterned = word.patterned or _PATTERN.search(piece) is not None
                 if not word.parts[:-1] and not word.holders and _ASSIGNMENT.match(piece):
                     word.assignment = True
                 self.i = end
@@ -361,13 +362,13 @@ def analyse(text: str, spans: list[tuple[int, int]]) -> dict[int, Slot] | str:
     """Each placeholder's :class:`Slot` by start offset, or, for a command outside the grammar,
     the reason (``'|&'``, ``a here-document``, ``bash is not on the list``)."""
     reader = _Reader(text, spans)
+    slots: dict[int, Slot] = {}
     try:
-        commands = reader.commands()
-        slots: dict[int, Slot] = {start: Slot(COMMENT, ARGUMENT, "a comment") for start in reader.comments}
-        for words in commands:
+        for words in reader.commands():
             _command(words, slots)
     except Outside as exc:
         return str(exc)
+    slots.update((start, Slot(COMMENT, ARGUMENT, "a comment")) for start in reader.comments)
     return slots
 
 
