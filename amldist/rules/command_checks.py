@@ -178,16 +178,16 @@ def shell_findings(command, inputs) -> list[CommandFinding]:
 
     fast = fast_references(command, False) if "$[[" not in command else None
     if fast is not None:  # no optional group: the text as written, the references by the parser's own patterns
-        text, refs = command, [(start, end, name) for source, name, start, end in fast
-                               if source == "inputs" and name in inputs]
+        text, every = command, [(start, end, source, name) for source, name, start, end in fast]
     else:
         try:
             text = ph.drop_unset_groups(command, lambda ref: True, ph.V2)  # every group kept, brackets removed
-            refs = [(r.start, r.end, r.name) for r in ph.references(text, ph.V2)
-                    if r.source == "inputs" and r.name in inputs]
+            every = [(r.start, r.end, r.source, r.name) for r in ph.references(text, ph.V2)]
         except ph.PlaceholderSyntaxError:
             return []  # command_findings reports it
-    found = shell_command.contexts(text, [(start, end) for start, end, _ in refs], quoting=False)
+    # the grammar reads every placeholder (an output's too); the findings are about the inputs
+    found = shell_command.contexts(text, [(start, end) for start, end, _, _ in every], quoting=False)
+    refs = [(start, end, name) for start, end, source, name in every if source == "inputs" and name in inputs]
     findings: dict[str, CommandFinding] = {}
     values: dict[str, str | None] = {}
     for start, end, name in refs:

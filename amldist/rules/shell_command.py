@@ -72,11 +72,8 @@ class Context:
         """Where the value goes, for messages."""
         if self.enclosing:
             return ENCLOSING_TEXT[self.enclosing]
-        if self.role == grammar.OUTSIDE and self.via.startswith(("an ", "a ")):
-            return f"in {self.via}"
         if self.role == grammar.OUTSIDE:
-            return (f"in a command outside the grammar amldist proves safe ({self.via})" if self.via
-                    else "in a command outside the grammar amldist proves safe")
+            return f"in {self.via or 'a command outside the grammar amldist proves safe'}"
         return grammar.describe(grammar.Slot(self.quoting, self.role, self.via))
 
 
@@ -521,6 +518,7 @@ def _contexts(text: str, spans: tuple, quoting: bool) -> tuple:
     found = []
     for start, _ in spans:
         place = places.get(start)
-        found.append((start, Context(place.quoting if place else UNPLACED, grammar.OUTSIDE, slots,
+        found.append((start, Context(place.quoting if place else UNPLACED, grammar.OUTSIDE,
+                                     f"a command outside the grammar amldist proves safe ({slots})",
                                      place.enclosing if place else None)))
     return tuple(found)

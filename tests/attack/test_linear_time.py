@@ -56,7 +56,8 @@ def test_a_component_used_by_many_steps_is_analysed_once(tmp_path, monkeypatch, 
                          "inputs:\n  n: {type: integer, default: 1}\n"
                          "command: python t.py --n ${{inputs.n}} | tee log\n")
     (tmp_path / "t.py").write_text("")
-    steps = "".join(f"  s{k}:\n    type: command\n    component: ./step.yml\n    inputs: {{n: {k}}}\n" for k in range(40))
+    steps = "".join(f"  s{k}:\n    type: command\n    component: ./step.yml\n    inputs: {{n: {k}}}\n"
+                    for k in range(40))
     pipeline = tmp_path / "p.yml"
     pipeline.write_text(f"type: pipeline\ncompute: azureml:cpu\njobs:\n{steps}")
     calls = []

@@ -75,7 +75,8 @@ SINKS = [
     ("python t.py \"$(echo {q})\"", True), ("echo ${{x:-{q}}}", False), ("python t.py {q} | sh", True),
     ("python t.py {q} | python t.py", True), ("python t.py {q} && python t.py || echo no", True),
     ("python t.py {q} &", True), ("python t.py {q} # c", True), ("python t.py # {q}", False),
-    ("python t.py {q} 2>&1 | tee log", True), ("python t.py \\\n {q}", True), ("find . -maxdepth 0 -exec sh -c {q} \\;", False),
+    ("python t.py {q} 2>&1 | tee log", True), ("python t.py \\\n {q}", True),
+    ("find . -maxdepth 0 -exec sh -c {q} \\;", False),
     ("echo {q} | xargs sh -c", False), ("xargs -0 sh -c < <(printf %s {q})", False), ("env -S {q}", False),
     ("python t.py {q} > >(sh)", True), ("time python t.py {q}", True), ("! python t.py {q}", True),
     ("{{ python t.py {q}; }}", True), ("(python t.py {q})", True), ("if python t.py {q}; then :; fi", True),
@@ -212,7 +213,8 @@ def run_batch(batch, shell: str, fake_bin: str, root: str) -> list:
         os.makedirs(cwd)
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in
                            {"HOME": cwd, "ORACLE_LOG": os.path.join(cwd, ".argv"), **rendered.env}.items())
-        lines.append(f"cd {shlex.quote(cwd)} && (export {exports}\n{rendered.command}\nwait\n) </dev/null >/dev/null 2>&1")
+        lines.append(f"cd {shlex.quote(cwd)} && (export {exports}\n{rendered.command}\nwait\n)"
+                     " </dev/null >/dev/null 2>&1")
     lines.append("echo ORACLE_DONE")
     try:
         done = subprocess.run([shell, "-c", "\n".join(lines)], env={"PATH": fake_bin + os.pathsep + os.environ["PATH"]},

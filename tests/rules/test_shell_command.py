@@ -106,7 +106,8 @@ def context_of(command: str) -> list[str]:
     ("python - <<EOF\n${{inputs.m}}\nEOF", ["heredoc:outside"]),
     # runs of plain text are read in one step: a placeholder inside a run, and what ends a run
     ("python t.py --x=ab${{inputs.m}}cd.e ${{inputs.m}}", ["unquoted:argument", "unquoted:argument"]),
-    ("echo 'ab${{inputs.m}}cd' \"ab${{inputs.m}}cd\" #ab${{inputs.m}}", ["single:argument", "double:argument", "comment:argument"]),
+    ("echo 'ab${{inputs.m}}cd' \"ab${{inputs.m}}cd\" #ab${{inputs.m}}",
+     ["single:argument", "double:argument", "comment:argument"]),
     ("echo $'ab\\' ${{inputs.m}}' ${{inputs.m}}", ["ansi:argument", "unquoted:argument"]),
     ("echo ab'cd'ef \"x\\\"${{inputs.m}}\"", ["double:argument"]),
     ("printf %s,+@~^ ab#${{inputs.m}}", ["unquoted:outside"]),
