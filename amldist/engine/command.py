@@ -20,10 +20,10 @@ for the quoting it sits in (:mod:`amldist.rules.shell_command` finds the context
 In a context amldist cannot prove safe (:mod:`amldist.rules.shell_grammar`: anything but a list of
 programs on its allow-list) only a benign value is accepted, written the same way (or pasted as
 Azure ML does where no variable can be expanded, such as a quoted here-document; a secret is never
-pasted: it is refused there); any other value is refused, naming the input. Where Azure ML's shell would read a value as more than its text, the run
-passes the literal text and says so (``Rendered.warnings``). A value that holds a command
-substitution inside ``[...]`` is refused everywhere: every value is also in the environment,
-where bash arithmetic could reach it by name and would run it.
+pasted: it is refused there); any other value is refused, naming the input. Where Azure ML's shell
+would read a value as more than its text, the run passes the literal text and says so
+(``Rendered.warnings``). A value that holds a command substitution inside ``[...]`` is refused
+everywhere: every value is also in the environment, where bash arithmetic could reach it by name and would run it.
 
 Literal values are written as Python's ``str()`` writes them (``True``, ``0.01``), which is
 what azure-ai-ml sends to the service. ``$[[ ... ]]`` marks an optional part: it is kept

@@ -174,29 +174,41 @@ def shell_findings(command, inputs) -> list[CommandFinding]:
     (``shell-divergence``) or that a local run refuses (``shell-value``). One finding per input."""
     if not isinstance(command, str) or "${{" not in command or not isinstance(inputs, dict):
         return []
-    from amldist.rules import placeholders as ph, shell_command, shell_values
+    from amldist.rules import placeholders as ph, shell_command, shell_grammar, shell_values
 
-    try:
-        text = ph.drop_unset_groups(command, lambda ref: True, ph.V2)  # every group kept, brackets removed
-        refs = [r for r in ph.references(text, ph.V2) if r.source == "inputs" and r.name in inputs]
-    except ph.PlaceholderSyntaxError:
-        return []  # command_findings reports it
-    found = shell_command.contexts(text, [(r.start, r.end) for r in refs])
+    fast = fast_references(command, False) if "$[[" not in command else None
+    if fast is not None:  # no optional group: the text as written, the references by the parser's own patterns
+        text, every = command, [(start, end, source, name) for source, name, start, end in fast]
+    else:
+        try:
+            text = ph.drop_unset_groups(command, lambda ref: True, ph.V2)  # every group kept, brackets removed
+            every = [(r.start, r.end, r.source, r.name) for r in ph.references(text, ph.V2)]
+        except ph.PlaceholderSyntaxError:
+            return []  # command_findings reports it
+    # the grammar reads every placeholder (an output's too); the findings are about the inputs
+    found = shell_command.contexts(text, [(start, end) for start, end, _, _ in every], quoting=False)
+    refs = [(start, end, name) for start, end, source, name in every if source == "inputs" and name in inputs]
     findings: dict[str, CommandFinding] = {}
-    for ref in refs:
-        if ref.name in findings:
+    values: dict[str, str | None] = {}
+    for start, end, name in refs:
+        if name in findings:
             continue
-        key, written = f"inputs.{ref.name}", text[ref.start:ref.end]
-        context = found.get(ref.start, shell_command.Context(shell_command.UNPLACED))
-        finding = _value_finding(key, _literal_value(inputs[ref.name]), context, written)
+        key, written = f"inputs.{name}", text[start:end]
+        context = found.get(start, shell_command.Context(shell_command.UNPLACED))
+        if context.proven_safe() and name in values and values[name] is None:
+            continue  # no value written in the spec, and any value is safe here: nothing to say
+        if name not in values:
+            values[name] = _literal_value(inputs[name])
+        code_of_python = context.role == shell_grammar.INTERPRETER_CODE
+        finding = None if code_of_python else _value_finding(key, values[name], context, written)
         warning = shell_values.context_warning("${{" + key + "}}", context)
         if finding is None and warning:
-            code = "interpreter-code" if context.proven_safe() else "shell-context"
-            hint = shell_values.INTERPRETER_HINT if context.proven_safe() else (
-                f"pass it as an argument of a program (python t.py --{ref.name} \"{written}\")")
-            finding = CommandFinding(code, WARNING, warning, hint, ref.start, written)
+            code = "interpreter-code" if code_of_python else "shell-context"
+            hint = shell_values.INTERPRETER_HINT if code_of_python else (
+                f"pass it as an argument of a program (python t.py --{name} \"{written}\")")
+            finding = CommandFinding(code, WARNING, warning, hint, start, written)
         if finding is not None:
-            findings[ref.name] = finding
+            findings[name] = finding
     return list(findings.values())
 
 

@@ -35,6 +35,7 @@ Standard library only, no I/O: the validator reuses it.
 
 from __future__ import annotations
 
+import bisect
 import re
 from functools import lru_cache
 from collections.abc import Callable, Iterable
@@ -51,6 +52,8 @@ _V2_MARKERS = re.compile(r"\$\{\{|\$\[\[")
 _LEGACY_IN_V2 = re.compile(r"(?<!\$\{)" + LEGACY_REF.pattern)
 MAX_GROUP_DEPTH = 20  # nested optional groups; real commands nest one or two
 _DROPPED = "\x00"  # stands for a dropped group until the spaces around it are squeezed
+_BRACKET = re.compile(r"[\[\]]")
+_V2_BRACKET = re.compile(r"\$\[\[|\]+")
 
 
 class PlaceholderSyntaxError(UserError):
@@ -178,26 +181,37 @@ def _placeholders(text: str, syntax: str) -> list[Placeholder]:
 
 
 def _legacy_pairs(text: str, holders: list[Placeholder]) -> list[tuple[int, int]]:
-    """Bracket pairs that are optional groups, as (open offset, close offset)."""
-    inside = set()
-    for p in holders:
-        inside.update(range(p.start, p.end))
+    """Bracket pairs that are optional groups, as (open offset, close offset). A placeholder holds no
+    bracket, so only the brackets themselves are visited (linear in the text)."""
     stack, pairs, unmatched_close = [], [], []
-    for i, ch in enumerate(text):
-        if i in inside:
-            continue
-        if ch == "[":
+    for match in _BRACKET.finditer(text):
+        i = match.start()
+        if match.group() == "[":
             stack.append(i)
-        elif ch == "]":
-            if stack:
-                pairs.append((stack.pop(), i))
-            else:
-                unmatched_close.append(i)
+        elif stack:
+            pairs.append((stack.pop(), i))
+        else:
+            unmatched_close.append(i)
+    starts = [p.start for p in holders]
+    if stack or unmatched_close:
+        _unbalanced(text, holders, starts, pairs, stack, unmatched_close)
+    # a pair is a group when a placeholder lies inside it: the first placeholder after its opening
+    grouped = []
+    for o, c in pairs:
+        k = bisect.bisect_right(starts, o)
+        if k < len(holders) and holders[k].end <= c:
+            grouped.append((o, c))
+    return sorted(grouped)
+
+
+def _unbalanced(text: str, holders: list[Placeholder], starts: list[int], pairs, stack, unmatched_close) -> None:
+    """An unmatched ``[`` with a placeholder after it (or ``]`` with one before it) that no matched
+    pair encloses looks like a group whose other half is missing: an error."""
     def enclosed(p, lo, hi):  # inside a matched pair lying within (lo, hi)
         return any(lo < o and c < hi and o < p.start and p.end <= c for o, c in pairs)
 
     for o in stack:
-        if any(p.start > o and not enclosed(p, o, len(text)) for p in holders):
+        if any(not enclosed(p, o, len(text)) for p in holders[bisect.bisect_right(starts, o):]):
             raise PlaceholderSyntaxError(
                 "unbalanced-bracket", "'[' without a matching ']'", text, o,
                 hint="close the optional group with ']'",
@@ -208,30 +222,19 @@ def _legacy_pairs(text: str, holders: list[Placeholder]) -> list[tuple[int, int]
                 "unbalanced-bracket", "']' without a matching '['", text, c,
                 hint="open the optional group with '['",
             )
-    return sorted((o, c) for o, c in pairs if any(o < p.start and p.end <= c for p in holders))
 
 
 def _v2_pairs(text: str, holders: list[Placeholder]) -> list[tuple[int, int]]:
-    inside = set()
-    for p in holders:
-        inside.update(range(p.start, p.end))
-    stack, pairs, i = [], [], 0
-    while i < len(text):
-        if i in inside:
-            i += 1
-        elif text.startswith("$[[", i):
-            stack.append(i)
-            i += 3
-        elif text[i] == "]":
-            j = i
-            while j < len(text) and text[j] == "]" and j not in inside:
-                j += 1
-            closes = min(len(stack), (j - i) // 2)
-            for k in range(closes):  # the last characters of the run close, innermost first
-                pairs.append((stack.pop(), j - 2 * (closes - k)))
-            i = j
-        else:
-            i += 1
+    """``$[[``/``]]`` pairs. A placeholder holds no ``$[[`` and no ``]``, so only those are visited."""
+    stack, pairs = [], []
+    for match in _V2_BRACKET.finditer(text):
+        if match.group() == "$[[":
+            stack.append(match.start())
+            continue
+        i, j = match.start(), match.end()
+        closes = min(len(stack), (j - i) // 2)
+        for k in range(closes):  # the last characters of the run close, innermost first
+            pairs.append((stack.pop(), j - 2 * (closes - k)))
     if stack:
         raise PlaceholderSyntaxError(
             "unbalanced-bracket", "'$[[' without a matching ']]'", text, stack[-1],

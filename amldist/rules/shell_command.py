@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from amldist.rules import shell_grammar as grammar
 
@@ -52,7 +53,7 @@ ENCLOSING_TEXT = {
 }
 
 
-SAFE_ROLES = (grammar.ARGUMENT, grammar.INTERPRETER_CODE)
+SAFE_ROLES = (grammar.ARGUMENT,)
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,8 @@ class Context:
         """Where the value goes, for messages."""
         if self.enclosing:
             return ENCLOSING_TEXT[self.enclosing]
-        if self.role == grammar.OUTSIDE and self.via.startswith(("an ", "a ")):
-            return f"in {self.via}"
         if self.role == grammar.OUTSIDE:
-            return (f"in a command outside the grammar amldist proves safe ({self.via})" if self.via
-                    else "in a command outside the grammar amldist proves safe")
+            return f"in {self.via or 'a command outside the grammar amldist proves safe'}"
         return grammar.describe(grammar.Slot(self.quoting, self.role, self.via))
 
 
@@ -505,15 +503,22 @@ def contexts(text: str, spans: list[tuple[int, int]], *, quoting: bool = True) -
 
     A command in the grammar gets everything from :func:`amldist.rules.shell_grammar.analyse`;
     for one outside it the lexer finds each placeholder's quoting, unless ``quoting`` is False
-    (``validate`` needs only the verdict: a benign value or not)."""
-    slots = grammar.analyse(text, spans)
+    (``validate`` needs only the verdict: a benign value or not). The answer depends on the text
+    alone, so it is kept: a component that many pipeline steps use is read once."""
+    return dict(_contexts(text, tuple(spans), quoting))
+
+
+@lru_cache(maxsize=256)
+def _contexts(text: str, spans: tuple, quoting: bool) -> tuple:
+    slots = grammar.analyse(text, list(spans))
     if isinstance(slots, dict):
-        return {start: Context(slot.quoting, slot.role, slot.via) if (slot := slots.get(start)) else
-                Context(UNPLACED) for start, _ in spans}
+        return tuple((start, Context(slot.quoting, slot.role, slot.via) if (slot := slots.get(start)) else
+                      Context(UNPLACED)) for start, _ in spans)
     places = _Lexer(text, sorted(spans)).run() if quoting else {}
-    found = {}
+    found = []
     for start, _ in spans:
         place = places.get(start)
-        found[start] = Context(place.quoting if place else UNPLACED, grammar.OUTSIDE, slots,
-                               place.enclosing if place else None)
-    return found
+        found.append((start, Context(place.quoting if place else UNPLACED, grammar.OUTSIDE,
+                                     f"a command outside the grammar amldist proves safe ({slots})",
+                                     place.enclosing if place else None)))
+    return tuple(found)

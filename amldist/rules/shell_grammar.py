@@ -9,7 +9,7 @@ The proof covers only commands written in a small grammar that amldist reads com
 - a **simple command**: optional ``NAME=word`` prefixes without a value in them, the program, its
   words, and redirections ``<``, ``>``, ``>>``, ``>|`` to a word or ``N>&M`` / ``N<&M``;
 - a **word**: plain characters (anything but blanks and ``|&;<>()$`\\"'{}``), ``\\x`` escapes,
-  ``'...'``, ``$'...'``, ``"..."`` holding plain text, escapes, ``$NAME``/``${NAME}`` and
+  ``'...'``, ``"..."`` holding plain text, escapes, ``$NAME``/``${NAME}`` and
   placeholders, and unquoted ``$NAME``/``${NAME}``: no brace expansion, no ``$(...)``, backtick,
   arithmetic, special or positional parameter (``$_``, ``$1``, ``$@``) or ``${...}`` operator
   (``${X@P}`` evaluates its value); the program word is a literal without patterns;
@@ -22,7 +22,8 @@ its program word or options included, is not proven, and takes only benign value
 
 - ``python`` (any version): options ``-u -B -O -OO -E -s -S -I -b -q -d -v -R -P``, ``-W X``,
   ``-X X``, then a script, ``-m MODULE`` or ``-c CODE``: every word after the script or module
-  is an argument; the code of ``-c`` is Python code (passed literally, and warned about). Without
+  is an argument; the code of ``-c`` is code (whatever program answers to ``python``, a copy of a
+  shell included): benign values only, and ``validate`` warns. Without
   a script (``python``, ``python -``, ``python -i``) Python reads code from its input: not proven;
 - ``torchrun`` and ``python -m torch.distributed.run``/``launch``, ``deepspeed`` (and
   ``python -m deepspeed.launcher.runner``), ``accelerate launch`` (and ``python -m
@@ -49,10 +50,10 @@ import bisect
 import re
 from dataclasses import dataclass
 
-UNQUOTED, DOUBLE, SINGLE, ANSI, COMMENT = "unquoted", "double", "single", "ansi", "comment"
+UNQUOTED, DOUBLE, SINGLE, COMMENT = "unquoted", "double", "single", "comment"
 
 ARGUMENT = "argument"  # a literal argument of a program on the list: any value
-INTERPRETER_CODE = "interpreter-code"  # the code of python -c: literal, but Python runs it
+INTERPRETER_CODE = "interpreter-code"  # the code of python -c: code, whatever answers to `python`: benign only
 PROGRAM = "program"  # the program or script position of a proven command: only a local path or a benign value
 OUTSIDE = "outside"  # anywhere else: only benign values
 
@@ -134,7 +135,7 @@ class Outside(Exception):
     """The command leaves the grammar; the message says where (for the refusal's hint)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Word:
     start: int
     parts: list  # literal text pieces
@@ -163,8 +164,8 @@ class _Word:
 
 _PLAIN = re.compile(r"[^\s|&;<>()$`\\\"'{}]+")
 _NAME_EXPANSION = re.compile(r"\$(?:([A-Za-z][A-Za-z0-9_]*|_[A-Za-z0-9_]+)|\{([A-Za-z][A-Za-z0-9_]*|_[A-Za-z0-9_]+)\})")
+_PATTERN = re.compile(r"[*?\[]")
 _DOUBLE_PLAIN = re.compile(r'[^"\\$`]+')
-_ANSI = re.compile(r"\$'(?:[^'\\]|\\.)*'", re.S)
 _REDIRECT = re.compile(r"([0-9]*)(>>|>\||>&|<&|>|<)")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATOR = re.compile(r"&&|\|\||;|&|\||\n")
@@ -181,8 +182,9 @@ class _Reader:
         self.i = 0
         self.comments: list[int] = []  # placeholders inside comments
 
-    def commands(self) -> list[list[_Word]]:
-        text, found, words = self.text, [], []
+    def commands(self):
+        """Each simple command's words in turn (a generator: a large command's words need not all live at once)."""
+        text, words = self.text, []
         while True:
             blanks = _BLANKS.match(text, self.i)
             if blanks:
@@ -200,7 +202,7 @@ class _Reader:
                 if not words and operator.group() != "\n":
                     raise Outside(f"{operator.group()!r} without a command before it")
                 if words:
-                    found.append(words)
+                    yield words
                 words = []
                 self.i = operator.end()
                 continue
@@ -209,8 +211,7 @@ class _Reader:
                 continue
             words.append(self._word())
         if words:
-            found.append(words)
-        return found
+            yield words
 
     def _comment(self) -> None:
         end = self.text.find("\n", self.i)
@@ -258,7 +259,7 @@ class _Reader:
                 end = self._before_placeholder(i, plain.end())
                 piece = text[i:end]
                 word.parts.append(piece)
-                word.patterned |= any(c in piece for c in "*?[")
+                word.patterned = word.patterned or _PATTERN.search(piece) is not None
                 if not word.parts[:-1] and not word.holders and _ASSIGNMENT.match(piece):
                     word.assignment = True
                 self.i = end
@@ -305,13 +306,7 @@ class _Reader:
     def _dollar(self, word: _Word) -> None:
         text, i = self.text, self.i
         if text.startswith("$'", i):
-            ansi = _ANSI.match(text, i)
-            if ansi is None:
-                raise Outside("an unclosed $'")
-            self._holders_in(word, i + 2, ansi.end() - 1, ANSI)
-            word.expands = True  # its escapes are not read here: never a literal
-            self.i = ansi.end()
-            return
+            raise Outside("$'...' (bash reads it as quotes, dash as $ and '...')")
         name = _NAME_EXPANSION.match(text, i)
         if name:
             word.expands = True
@@ -367,13 +362,13 @@ def analyse(text: str, spans: list[tuple[int, int]]) -> dict[int, Slot] | str:
     """Each placeholder's :class:`Slot` by start offset, or, for a command outside the grammar,
     the reason (``'|&'``, ``a here-document``, ``bash is not on the list``)."""
     reader = _Reader(text, spans)
+    slots: dict[int, Slot] = {}
     try:
-        commands = reader.commands()
-        slots: dict[int, Slot] = {start: Slot(COMMENT, ARGUMENT, "a comment") for start in reader.comments}
-        for words in commands:
+        for words in reader.commands():
             _command(words, slots)
     except Outside as exc:
         return str(exc)
+    slots.update((start, Slot(COMMENT, ARGUMENT, "a comment")) for start in reader.comments)
     return slots
 
 

@@ -13,8 +13,8 @@ differently: one rule, used by the local and Slurm backends (refuse, warn) and b
   expanded: exactly Azure ML's text. Any other value is refused, naming the input (never
   showing the value: it may be a secret). A local path amldist made may also name the script of
   a proven command (it is written as one quoted word).
-- The code of ``python -c`` is passed literally and warned about: Python runs what it is given,
-  on Azure ML as here.
+- The code of ``python -c`` is code whatever program answers to ``python``: benign values only, and
+  ``validate`` warns that the value runs as code, on Azure ML as here.
 """
 
 from __future__ import annotations
@@ -60,8 +60,6 @@ def check(name: str, value: str, context: Context, *, is_path: bool = False) -> 
                     f"{BENIGN_CHARACTERS}, and this value has other characters",
             hint=f"pass it as an argument of a program on amldist's list (python t.py --x \"{ref}\"), or give a "
                  "value without shell characters")
-    if context.role == shell_grammar.INTERPRETER_CODE:
-        return Verdict(warning=interpreter_warning(ref, context), hint=INTERPRETER_HINT)
     if is_path:
         return Verdict()  # a local path: Azure ML passes its own mount path there, not this text
     reading = azure_reading(value, context)
@@ -75,12 +73,13 @@ INTERPRETER_HINT = "pass the value as an argument of the script (sys.argv) or an
 
 
 def interpreter_warning(ref: str, context: Context) -> str:
-    return f"the command uses {ref} as code for {context.via}: whatever the value says runs, on Azure ML as locally"
+    return (f"the command uses {ref} as code for {context.via}: whatever the value says runs, on Azure ML as locally; "
+            f"a local run accepts there only values made of {BENIGN_CHARACTERS}")
 
 
 def context_warning(ref: str, context: Context) -> str | None:
     """``validate``'s warning for a placeholder outside the proven-safe contexts (None: proven safe)."""
-    if context.role == shell_grammar.INTERPRETER_CODE and context.proven_safe():
+    if context.role == shell_grammar.INTERPRETER_CODE:
         return interpreter_warning(ref, context)
     if context.proven_safe():
         return None

@@ -35,7 +35,7 @@ def context_of(command: str) -> list[str]:
     ("python t.py --msg=${{inputs.m}} --x", ["unquoted:argument"]),
     ('python t.py "--msg=${{inputs.m}}"', ["double:argument"]),
     ("python t.py '--msg ${{inputs.m}}'", ["single:argument"]),
-    ("echo $'a ${{inputs.m}}'", ["ansi:argument"]),
+    ("echo $'a ${{inputs.m}}'", ["ansi:outside"]),
     ("echo \\${{inputs.m}}", ["escaped:outside"]),
     ('echo "\\${{inputs.m}}"', ["escaped:outside"]),
     ("echo \\\\${{inputs.m}}", ["unquoted:argument"]),  # an escaped backslash, then the value
@@ -106,8 +106,9 @@ def context_of(command: str) -> list[str]:
     ("python - <<EOF\n${{inputs.m}}\nEOF", ["heredoc:outside"]),
     # runs of plain text are read in one step: a placeholder inside a run, and what ends a run
     ("python t.py --x=ab${{inputs.m}}cd.e ${{inputs.m}}", ["unquoted:argument", "unquoted:argument"]),
-    ("echo 'ab${{inputs.m}}cd' \"ab${{inputs.m}}cd\" #ab${{inputs.m}}", ["single:argument", "double:argument", "comment:argument"]),
-    ("echo $'ab\\' ${{inputs.m}}' ${{inputs.m}}", ["ansi:argument", "unquoted:argument"]),
+    ("echo 'ab${{inputs.m}}cd' \"ab${{inputs.m}}cd\" #ab${{inputs.m}}",
+     ["single:argument", "double:argument", "comment:argument"]),
+    ("echo $'ab\\' ${{inputs.m}}' ${{inputs.m}}", ["ansi:outside", "unquoted:outside"]),
     ("echo ab'cd'ef \"x\\\"${{inputs.m}}\"", ["double:argument"]),
     ("printf %s,+@~^ ab#${{inputs.m}}", ["unquoted:outside"]),
 ])

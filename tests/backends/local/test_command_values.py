@@ -51,10 +51,10 @@ def test_a_job_without_secrets_writes_job_yml_without_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("command, reason", [
-    ("python worker.py --msg \"$(echo '${{inputs.msg}}')\" | sh", "a pipe into sh"),
+    ("python worker.py --msg \"$(echo '${{inputs.msg}}')\" | sh", "outside the grammar amldist proves safe"),
     ("echo $(( ${{inputs.msg}} + 1 ))", "in arithmetic"),
-    ("bash -c \"python worker.py ${{inputs.msg}}\"", "bash -c reads it as shell code"),
-    ("${{inputs.msg}} worker.py", "as the program to run"),
+    ("bash -c \"python worker.py ${{inputs.msg}}\"", "bash is not on the list"),
+    ("${{inputs.msg}} worker.py", "a program that is not a literal word"),
 ])
 def test_a_refused_context_stops_the_plan_with_one_line_naming_the_input(tmp_path, command, reason):
     """A hostile value where the shell would read it as code (a benign one runs, see test_shell_command)."""
