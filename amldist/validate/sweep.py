@@ -24,7 +24,13 @@ def check_sweep(ctx, data: dict) -> None:
     inputs, outputs = rules.ports(data, "inputs"), rules.ports(data, "outputs")
     trial = data.get("trial") if isinstance(data.get("trial"), dict) else {}
     command = trial.get("command")
-    command_rules.check_command(ctx, ("trial", "command"), command, inputs, outputs)
+    # a search-space value reaches the command as the local trial passes it, an input of that name
+    # (amldist.submit.sweep.trial_job): the command rules (the shell grammar among them) read it as one
+    space = data.get("search_space") if isinstance(data.get("search_space"), dict) else {}
+    as_inputs = (search_space.REFERENCE.sub(lambda m: "${{inputs." + m.group(1) + "}}", command)
+                 if isinstance(command, str) else command)
+    command_rules.check_command(ctx, ("trial", "command"), as_inputs,
+                                {**{name: {"type": "string"} for name in space}, **inputs}, outputs)
     resources = trial.get("resources") if isinstance(trial.get("resources"), dict) else data.get("resources")
     res_path = ("trial", "resources") if isinstance(trial.get("resources"), dict) else ("resources",)
     rules.check_sizes(ctx, trial.get("distribution"), resources, dist_path=("trial", "distribution"),
