@@ -30,7 +30,7 @@ def check_sweep(ctx, data: dict) -> None:
     as_inputs = (search_space.REFERENCE.sub(lambda m: "${{inputs." + m.group(1) + "}}", command)
                  if isinstance(command, str) else command)
     command_rules.check_command(ctx, ("trial", "command"), as_inputs,
-                                {**{name: {"type": "string"} for name in space}, **inputs}, outputs)
+                                {**{name: {"type": "string"} for name in space}, **(inputs or {})}, outputs)
     resources = trial.get("resources") if isinstance(trial.get("resources"), dict) else data.get("resources")
     res_path = ("trial", "resources") if isinstance(trial.get("resources"), dict) else ("resources",)
     rules.check_sizes(ctx, trial.get("distribution"), resources, dist_path=("trial", "distribution"),

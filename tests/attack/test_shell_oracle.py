@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from amldist.backends.local.command import render
+from amldist.engine.command import render
 from amldist.errors import UserError
 from amldist.rules import placeholders, shell_command, shell_values
 

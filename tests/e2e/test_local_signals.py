@@ -141,7 +141,7 @@ def test_a_signal_during_the_code_copy_removes_the_partial_run_folder(tmp_path, 
 
 SLOW_COPY = """\
 import sys, time
-from amldist.backends.local import run_folder
+from amldist.engine import run_folder
 real_copy = run_folder.copy_code
 
 def copy_then_wait(source, dest, **kw):  # the real copy, then a pause in which the test SIGKILLs this process

@@ -22,6 +22,7 @@ from amldist.backends.slurm import commands, pipeline, records, script
 from amldist.backends.slurm.pipeline import SlurmPipelinePlan
 from amldist.backends.slurm.plan import DEFAULT_RUN_ROOT, SlurmJobPlan, SlurmOptions, plan
 from amldist.backends.slurm.submission import submit_job
+from amldist.runtime.evidence import EVIDENCE_FOLDER
 from amldist.engine.download import check_destination, copy_as_data
 from amldist.engine.log_stream import LogFollower
 from amldist.errors import UserError
@@ -171,7 +172,8 @@ class SlurmBackend(Backend):
                                  _exit_time(os.path.join(run_dir, "state", f"rank_{i}.exit")))
                       for i, r in enumerate(job.ranks))
         return RunLogs(name, run.status, self.name, ranks=ranks, spec_file=os.path.join(run_dir, "job.yml"),
-                       step=step.name if step else None)
+                       step=step.name if step else None,
+                       evidence_dir=os.path.join(run_dir, "user_logs", EVIDENCE_FOLDER))
 
     def download(self, name: str, destination: str, *, output_name: str | None = None,
                  all_outputs: bool = False, step: str | None = None) -> list[str]:

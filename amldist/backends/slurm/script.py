@@ -48,6 +48,7 @@ import shlex
 
 from amldist.engine.launchers import RAY_NODE, process_log_name, rank_digits
 from amldist.errors import UserError
+from amldist.runtime.evidence import EVIDENCE_FOLDER, EVIDENCE_VAR
 
 PORT_PICKER = 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 # The job's variables, carried in sbatch's environment as AMLDIST_V_<NAME> (commands.environment): each
@@ -193,6 +194,8 @@ def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 
         f'rank={rank} run="$AMLDIST_RUN_DIR"; unset AMLDIST_RUN_DIR',
         f'exec >"$run"/user_logs/{log_name(kind, nodes, world, workers)} 2>&1',
         IMPORT_VARIABLES,
+        # every rank's Flight Recorder dump and error file, next to its log, as a local run has them
+        f'export {EVIDENCE_VAR}="$run"/user_logs/{EVIDENCE_FOLDER}',
         rank_variables(kind, nodes),
         DROP_SLURM,
         'cd "$run"/code || exit 1',
