@@ -212,6 +212,27 @@ class _Runner:
             time.sleep(POLL_SECONDS)
 
 
+def install_handlers(handler) -> dict:
+    """``handler`` for the stop signals, from the main thread only (a signal handler can be set nowhere else);
+    returns the handlers it replaced. The pipeline and the sweep runners both stand on it."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+
+
+def end_children(runner, previous: dict) -> None:
+    """The runner's end, whatever ended its loop: the replaced handlers back, and no child (a step or a
+    trial) outliving it, each recorded as failed (code 1)."""
+    for sig, old in previous.items():
+        signal.signal(sig, old)
+    for name, proc in list(runner.running.items()):
+        proc.terminate()
+        proc.join()
+        runner.finish(name, 1)
+
+
 def run_pipeline(pp: PipelinePlan, *, out=None, err=None) -> int:
     """Create the pipeline's run folder, run its steps (see the module docstring), write the summary."""
     out = out or sys.stdout
@@ -229,22 +250,12 @@ def run_pipeline(pp: PipelinePlan, *, out=None, err=None) -> int:
     say(f"pipeline {pp.name}: {len(pp.steps)} step(s) ({' -> '.join(s.name for s in pp.steps)}), run folder "
         f"{os.path.relpath(pp.run_dir)}", out)  # a closed stdout must not stop the pipeline (supervisor.say)
     runner = _Runner(pp, err, record)
-    previous = {}
-    if hasattr(signal, "pthread_sigmask"):
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            previous = {sig: signal.signal(sig, runner.handler) for sig in STOP_SIGNALS}
+    previous = install_handlers(runner.handler)
     began = time.time()
     try:
         runner.loop()
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        for name, proc in list(runner.running.items()):  # an exception in the loop: no step outlives it
-            proc.terminate()
-            proc.join()
-            runner.finish(name, 1)
+        end_children(runner, previous)
         for name, state in runner.status.items():
             if state == "waiting":
                 runner.status[name] = "not started"

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 
 from amldist.backends.base import CANCELED, COMPLETED, FAILED, signal_name
-from amldist.backends.local.pipeline_run import StepPlan, step_main
+from amldist.backends.local.pipeline_run import StepPlan, end_children, install_handlers, step_main
 from amldist.backends.local.plan import describe, job_name, plan
 from amldist.backends.local.records import step_exit_code
 from amldist.backends.local.run_state import STEP_STATUS, PipelineState, cancel_requested
@@ -348,16 +348,11 @@ def run_sweep(sp: SweepPlan, *, out=None, err=None) -> int:
     say(f"sweep {sp.name}: {len(sp.steps)} trial(s) ({sp.algorithm}{seed}), {sp.goal} {sp.primary_metric}, "
         f"run folder {os.path.relpath(sp.run_dir)}", out)
     trials = _Trials(sp, state, err)
-    previous = _install(trials.handler)
+    previous = install_handlers(trials.handler)
     try:
         trials.loop()
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        for name, proc in list(trials.running.items()):  # an exception in the loop: no trial outlives it
-            proc.terminate()
-            proc.join()
-            trials.finish(name, 1)
+        end_children(trials, previous)
         for name, status in trials.status.items():
             if status == "waiting":
                 state.step_not_started(name, "the sweep ended first (limits.timeout, a stop or a failure)")
@@ -369,14 +364,6 @@ def run_sweep(sp: SweepPlan, *, out=None, err=None) -> int:
     if trials.stop_signal is not None:
         return 128 + trials.stop_signal
     return 0 if data["status"] == COMPLETED else 1
-
-
-def _install(handler) -> dict:
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
 
 
 def table(data: dict) -> str:
