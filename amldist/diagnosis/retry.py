@@ -28,21 +28,23 @@ from amldist.errors import UserError
 CLASSES = ("preemption", "node", "hang", "user", "other")
 DEFAULT_ON = ("preemption", "node")
 SHARED = {"preemption": "preemption/node", "node": "preemption/node"}  # one budget for these two
-# What each diagnosis signature says about the cause (signatures not listed: "other").
+# What a diagnosis signature says about the cause (signatures not listed: "other"). A node fault is known by
+# the signature's own scope ("node": InfiniBand, ECC, Xid, a lost GPU... in amldist.diagnosis.known_lines), not
+# listed here again.
 SIGNATURE_CLASS = {
-    "injected-preempt": "preemption", "preempted": "preemption",
-    "injected-kill": "node", "oom-killed": "node", "bus-error": "node", "infiniband": "node", "ib-completion": "node",
-    "ib-port": "node", "gpu-ecc": "node", "gpu-xid": "node", "gpu-fallen-off": "node", "host-oom": "node",
+    "injected-preempt": "preemption",
+    "injected-kill": "node", "oom-killed": "node", "bus-error": "node",
     "injected-hang": "hang", "stall": "hang", "collective-timeout": "hang", "never-joined": "hang", "hung": "hang",
-    "nccl-watchdog-timeout": "hang", "timeout": "hang",
     "python-exception": "user", "cuda-oom": "user", "duplicate-gpu": "user", "address-in-use": "user",
     "fabric-check": "user", "nccl-ib-disabled": "user", "collective-mismatch": "user", "left-early": "user",
-    "rank-not-set": "user", "bad-argument": "user",
+    "rank-not-set": "user", "ddp-model-mismatch": "user", "ddp-unused-parameters": "user",
+    "cuda-device-assert": "user", "process-group-not-initialized": "user", "nccl-invalid-usage": "user",
 }
 
 
-def cause_class(signature: str | None) -> str:
-    return SIGNATURE_CLASS.get(signature or "", "other")
+def cause_class(signature: str | None, scope: str | None = None) -> str:
+    """The class of a diagnosed failure: a node-scoped signature is a node fault, else the table above."""
+    return "node" if scope == "node" else SIGNATURE_CLASS.get(signature or "", "other")
 
 
 def parse_retry_on(text: str | None) -> tuple[str, ...]:
@@ -68,9 +70,10 @@ class RetryPolicy:
     on: tuple[str, ...] = DEFAULT_ON
     spent: dict = field(default_factory=dict)
 
-    def decide(self, signature: str | None) -> tuple[bool, str]:
-        """(retry?, the one line that says why) for a failed attempt whose diagnosis is ``signature``."""
-        cls = cause_class(signature)
+    def decide(self, signature: str | None, scope: str | None = None) -> tuple[bool, str]:
+        """(retry?, the one line that says why) for a failed attempt whose diagnosis is ``signature`` (of
+        ``scope``: "node" for a node's hardware or fabric)."""
+        cls = cause_class(signature, scope)
         what = f"the failure was diagnosed as {signature or 'an unknown cause'} ({cls})"
         if cls == "user":
             return False, f"not retried: {what}, a failure of the training code; a retry would fail again"
@@ -104,8 +107,8 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     first, number = done.record.name, 1
     shared = os.path.join(done.record.details.get("run_dir") or "", "checkpoints")
     while done.record.status == FAILED:
-        signature, line = failure_of(done.backend, done.record)
-        retry, why = policy.decide(signature)
+        signature, line, scope = failure_of(done.backend, done.record)
+        retry, why = policy.decide(signature, scope)
         print(f"attempt {number} ({done.record.name}) failed: {line}", file=err)
         print(why, file=err)
         if not retry:
@@ -116,15 +119,17 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     return done
 
 
-def failure_of(backend, record) -> tuple[str | None, str]:
-    """The diagnosed signature of a failed run and one line for it."""
+def failure_of(backend, record) -> tuple[str | None, str, str | None]:
+    """The diagnosed signature of a failed run, one line for it, and the signature's scope."""
     from amldist.diagnosis.backend import diagnose_job
 
     d = diagnose_job(backend, record.name)
     if d.finding is None:
-        return None, d.rank.label + " failed for a reason not named" if d.rank is not None else "no cause found"
+        said = d.rank.label + " failed for a reason not named" if d.rank is not None else "no cause found"
+        return None, said, None
     where = f"{d.rank.label}: " if d.rank is not None else ""
-    return d.finding.signature, f"{where}{d.finding.signature}: {d.finding.line}"[:300]
+    line = f"{where}{d.finding.signature}: {d.finding.line}"[:300]
+    return d.finding.signature, line, getattr(d.finding, "scope", None)
 
 
 def attempts_of(backend, record) -> list:

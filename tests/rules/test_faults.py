@@ -67,6 +67,10 @@ def test_the_code_is_never_retried_and_each_class_has_its_own_budget():
     ok, why = only_default.decide("stall")
     assert not ok and "does not include hang" in why
     assert cause_class("no-such-signature") == "other"
+    from amldist.diagnosis.known_lines import NODE_FAULTS
+    node_faults = [k.name for k in NODE_FAULTS if k.scope == "node"]
+    assert node_faults and all(cause_class(name, "node") == "node" for name in node_faults)  # InfiniBand, ECC, Xid
+    assert RetryPolicy(1).decide("ib-completion-error", "node")[0] is True
 
 
 @pytest.mark.parametrize("text", ["user", "preemption,user", "weather", ","])
