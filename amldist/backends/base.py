@@ -386,6 +386,23 @@ class Backend(abc.ABC, Generic[O, P]):
                  all_outputs: bool = False, step: str | None = None) -> list[str]:
         """Copy the logs (and outputs) as ``az ml job download`` does; the paths written."""
 
+    # --- retries (amldist.diagnosis.retry): what a backend that can retry a run adds ---------------
+    def wait_for_end(self, record: JobRecord) -> JobRecord:
+        """``record`` once its run has ended. A backend whose ``run`` returns only when the run has ended
+        (local, Slurm) returns it as it is; one that returns once the job is sent (Azure ML) watches it here."""
+        return record
+
+    def retry_options(self, record: JobRecord, signature: str | None, scope: str | None) -> dict:
+        """Options for the attempt after ``record`` failed with the diagnosed ``signature`` (of ``scope``),
+        beyond the name, the attempt's place and the shared checkpoint folder (e.g. Slurm excludes a node);
+        keys are fields of ``options_type``."""
+        return {}
+
+    def checkpoint_dir_of(self, record: JobRecord) -> str | None:
+        """Where the attempts after ``record`` (the first) find its checkpoints; None when the backend keeps
+        no shared checkpoint folder, which means it cannot retry (see :func:`amldist.diagnosis.retry`)."""
+        return None
+
     # --- what `amldist job diagnose` reads -----------------------------------------------------
     def run_logs(self, name: str, folder: str) -> RunLogs:
         """The logs of ended job ``name`` (a pipeline: of its failed step that started first), for the

@@ -94,29 +94,34 @@ def attempt_name(first: str, number: int) -> str:
 def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     """:func:`amldist.backends.submit.submit` again while the policy allows (see the module docstring);
     returns the last attempt's Submission. A dry run, a success, a cancellation or a refusal ends it."""
-    import os
     import sys
+    from dataclasses import replace
 
     from amldist.backends.base import FAILED
     from amldist.backends.submit import submit
 
     err = err or sys.stderr
     done = submit(source, checkpoints=True, err=err, **kwargs)
-    if done.record is None or done.record.backend != "local":
+    if done.record is None:
         return done
-    first, number = done.record.name, 1
-    shared = os.path.join(done.record.details.get("run_dir") or "", "checkpoints")
-    while done.record.status == FAILED:
-        signature, line, scope = failure_of(done.backend, done.record)
+    record = done.backend.wait_for_end(done.record)
+    shared = done.backend.checkpoint_dir_of(record)
+    if shared is None:  # the contract: a backend with no shared checkpoint folder does not retry
+        return done
+    first, number = record.name, 1
+    while record.status == FAILED:
+        signature, line, scope = failure_of(done.backend, record)
         retry, why = policy.decide(signature, scope)
-        print(f"attempt {number} ({done.record.name}) failed: {line}", file=err)
+        print(f"attempt {number} ({record.name}) failed: {line}", file=err)
         print(why, file=err)
         if not retry:
             break
         number += 1
-        done = submit(source, err=err, **{**kwargs, "name": attempt_name(first, number), "inject": (),
+        extra = done.backend.retry_options(record, signature, scope)
+        done = submit(source, err=err, **{**kwargs, **extra, "name": attempt_name(first, number), "inject": (),
                                           "attempt_of": first, "attempt": number, "checkpoint_dir": shared})
-    return done
+        record = done.backend.wait_for_end(done.record)
+    return replace(done, record=record)
 
 
 def failure_of(backend, record) -> tuple[str | None, str, str | None]:

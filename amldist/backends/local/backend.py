@@ -213,6 +213,10 @@ class LocalBackend(Backend):
     def has_any(self) -> bool:
         return bool(jobs.run_names(self.run_root))
 
+    def checkpoint_dir_of(self, record: JobRecord) -> str | None:
+        """The attempts of a retried local run share ``checkpoints/`` in the first attempt's run folder."""
+        return os.path.join(record.details.get("run_dir") or "", "checkpoints")
+
     def run_logs(self, name: str, folder: str) -> RunLogs:
         """The logs where the run wrote them (``folder`` stays empty); a pipeline's: its failed step's."""
         run = ended_record(self, name)
