@@ -243,6 +243,8 @@ class RunLogs:
     them. ``log_times``: whether a log's modification time is when its process last wrote it (logs read
     where they were written), not when they were downloaded. ``step``: a pipeline's step these logs are of.
     ``faults``: what ``--inject`` did to the run (:mod:`amldist.rules.faults`), which is then the cause.
+    ``service_error``: what the service said about the failure; a preemption it names is the cause
+    (:mod:`amldist.diagnosis.service`).
     """
 
     name: str
@@ -259,6 +261,7 @@ class RunLogs:
     evidence_dir: str | None = None  # the ranks' Flight Recorder dumps and error files (amldist.runtime.evidence)
     code_copy: str | None = None  # the run's copy of the code, whose paths the diagnosis shows as ...
     code_source: str | None = None  # ... the user's own folder it was copied from
+    service_error: str | None = None  # the service's own words on why the run failed (Azure ML's run error)
 
 
 def first_failed_step(record: JobRecord) -> StepRecord | None:
@@ -397,6 +400,12 @@ class Backend(abc.ABC, Generic[O, P]):
         beyond the name, the attempt's place and the shared checkpoint folder (e.g. Slurm excludes a node);
         keys are fields of ``options_type``."""
         return {}
+
+    def list_attempts(self, first: str) -> list[JobRecord]:
+        """At least every attempt of the run whose first attempt is ``first`` (``job show`` lists them); by default
+        every job :meth:`list` gives. A backend that can ask its service for them alone does (Azure ML: by the
+        jobs' properties), so ``job show`` does not read a whole workspace."""
+        return self.list()
 
     def checkpoint_dir_of(self, record: JobRecord) -> str | None:
         """Where the attempts after ``record`` (the first) find its checkpoints; None when the backend keeps

@@ -45,8 +45,8 @@ class Diagnosis:
     @property
     def exit_code(self) -> int:
         """0 when a cause was found (or nothing failed), 1 when the job failed for a reason not named."""
-        if self.rank is None:
-            return 1 if self.status == "Failed" else 0
+        if self.rank is None:  # no rank to blame; the service may still have named the cause (a preemption)
+            return 1 if self.status == "Failed" and self.finding is None else 0
         return 1 if self.finding is None else 0
 
     def tail(self, lines: int = TAIL_LINES) -> str:

@@ -48,6 +48,9 @@ def to_json(d: Diagnosis) -> dict:
                  "line": cut(f.line) if f else None, "log": d.rank.log, "hint": f.hint if f else None,
                  "field": f.field if f else None, "frame": cut(f.frame) if f else None,
                  "ranks": f.ranks if f else [], "tail": "\n".join(tail_lines(d)) if f is None else None}
+    elif d.finding is not None:  # the service named the cause (a preemption), no rank did
+        first = dict.fromkeys(("rank", "label", "node", "host", "exit_code", "ended", "log", "field", "frame", "tail"))
+        first.update(signature=d.finding.signature, line=cut(d.finding.line), hint=d.finding.hint, ranks=[])
     return {"job": d.job, "backend": d.backend, "status": d.status, "step": d.step, "found_cause": d.exit_code == 0,
             "first_failure": first, "evidence": d.evidence,
             "notes": [{"signature": n.signature, "line": n.line, "hint": n.hint, "field": n.field} for n in d.notes],
@@ -59,7 +62,9 @@ def to_text(d: Diagnosis, *, cwd: str | None = None) -> str:
     rel = lambda path: os.path.relpath(path, cwd or os.getcwd()) if os.path.isabs(path) else path
     head = f"job {shown(d.job)}" + (f", step {shown(d.step)}" if d.step else "") + f": {d.status or 'unknown status'}"
     lines = [head]
-    if d.rank is None:
+    if d.rank is None and d.finding is not None:  # the service named the cause (a preemption), no rank did
+        lines += [f"cause: {d.finding.signature}: {shown(d.finding.line)}", f"fix: {shown(d.finding.hint)}"]
+    elif d.rank is None:
         lines.append("no rank failed" + ("" if d.status in ("Completed", None) else " (yet)"))
         if d.status == "Running":
             lines.append("a job that hangs: AMLDIST_STALL_TIMEOUT in environment_variables names the stuck rank, "

@@ -2,7 +2,8 @@
 
 A failed attempt is diagnosed (:mod:`amldist.diagnosis`), and its cause falls in one class:
 
-- ``preemption``: the node was taken away (a ``preempt`` fault of the drill; on Slurm, ``PREEMPTED``);
+- ``preemption``: the node was taken away (a ``preempt`` fault of the drill; on Slurm, ``PREEMPTED``; on Azure
+  ML, the run error's ``PreemptionError``: :mod:`amldist.diagnosis.service`);
 - ``node``: the machine, not the code (a process killed from outside, InfiniBand, ECC/Xid, host OOM);
 - ``hang``: a stall or a collective that timed out, or the job's ``limits.timeout``;
 - ``user``: the code or its arguments (a Python exception, CUDA out of memory, a wrong setting the
@@ -32,7 +33,7 @@ SHARED = {"preemption": "preemption/node", "node": "preemption/node"}  # one bud
 # the signature's own scope ("node": InfiniBand, ECC, Xid, a lost GPU... in amldist.diagnosis.known_lines), not
 # listed here again.
 SIGNATURE_CLASS = {
-    "injected-preempt": "preemption",
+    "injected-preempt": "preemption", "preempted": "preemption",
     "injected-kill": "node", "oom-killed": "node", "bus-error": "node",
     "injected-hang": "hang", "stall": "hang", "collective-timeout": "hang", "never-joined": "hang", "hung": "hang",
     "python-exception": "user", "cuda-oom": "user", "duplicate-gpu": "user", "address-in-use": "user",
@@ -140,7 +141,7 @@ def failure_of(backend, record) -> tuple[str | None, str, str | None]:
 def attempts_of(backend, record) -> list:
     """Every attempt of the run ``record`` belongs to (first to last), or [] when it was never retried."""
     first = (record.details.get("attempt") or {}).get("of") or record.name
-    found = [r for r in backend.list() if r.name == first or (r.details.get("attempt") or {}).get("of") == first]
+    found = [r for r in backend.list_attempts(first) if r.name == first or (r.details.get("attempt") or {}).get("of") == first]
     found.sort(key=lambda r: (r.details.get("attempt") or {}).get("number", 1))
     return found if len(found) > 1 else []
 

@@ -37,10 +37,20 @@ from amldist.backends.azureml.azure_calls import SIGN_IN_HINT, azure_call, requi
 from amldist.backends.azureml.workspace import Workspace
 from amldist.backends.base import Backend, Flag, JobRecord, Options, Plan, RunLogs
 from amldist.errors import UserError
+from amldist.rules.counts import count_option
 from amldist.submit.prepared import PreparedWork
 
 if TYPE_CHECKING:  # pragma: no cover  (the job verbs import this module: planning's imports wait for plan())
     from amldist.azure_sdk.code_snapshot import SnapshotPlan
+
+
+RETRY_FLAGS = (  # the local backend declares the same two: one flag, shared (amldist.cli.backend_flags)
+    Flag(("--retry",), "retry", "resubmit a run that failed for a cause other than its code (preemption, node "
+         "fault) up to N times; the attempts share AMLDIST_CHECKPOINT_DIR", {"metavar": "N",
+                                                                            "type": count_option("retry")}),
+    Flag(("--retry-on",), "retry_on", "cause classes to retry, each with its own budget of N: preemption,node "
+         "(default), hang, other; a failure of the code is never retried", {"metavar": "CAUSES"}),
+)
 
 
 def _warn(message: str) -> None:
@@ -52,6 +62,13 @@ class AzureOptions(Options):
     workspace: str | None = None  # None: from AZUREML_ARM_* or config.json, as azure-ai-ml does
     resource_group: str | None = None
     subscription: str | None = None
+    retry: int | None = None  # --retry N: read by the retry loop (amldist.diagnosis.retry), not by plan()
+    retry_on: str | None = None  # --retry-on CAUSES: the same
+    checkpoints: bool = False  # an attempt of a retried run: the shared checkpoint output (azureml/retries)
+    checkpoint_dir: str | None = None  # that output's datastore path, the first attempt's (the loop passes it)
+    attempt_of: str | None = None  # the first attempt's job name
+    attempt: int = 1  # which attempt this job is
+    inject: tuple = ()  # the fault drill is local and Slurm only: a non-empty one is refused in one line
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,7 @@ class AzurePlan(Plan):
     body: dict  # the REST body azure-ai-ml will PUT (codeId: the snapshot to upload)
     stream: bool = False
     warnings: list[str] = field(default_factory=list)
+    retrying: bool = False  # an attempt of a retried run: a failure is the loop's to weigh, not an error here
 
     @property
     def name(self) -> str | None:
@@ -139,12 +157,16 @@ class AzureMLBackend(Backend):
         Flag(("-w", "--workspace-name", "--workspace"), "workspace", "Azure ML workspace name", {"metavar": "W"}),
         Flag(("-g", "--resource-group"), "resource_group", "resource group of the workspace", {"metavar": "G"}),
         Flag(("--subscription",), "subscription", "subscription id of the workspace", {"metavar": "S"}),
+        *RETRY_FLAGS,
     )
     job_flags = submit_flags[:2] + (Flag(("--subscription", "-s"), "subscription", "subscription id",
                                          {"metavar": "S"}),)
 
     def __init__(self, *, credential=None, client_kwargs: dict | None = None, environ=None, cwd: str | None = None,
-                 workspace: str | None = None, resource_group: str | None = None, subscription: str | None = None):
+                 workspace: str | None = None, resource_group: str | None = None, subscription: str | None = None,
+                 poll_seconds: float | None = None):
+        self.poll_seconds = poll_seconds  # wait_for_end's interval between two jobs.get (None: retries.POLL_SECONDS)
+        self._sent_to = None  # the workspace run() sent a job to: where its retries and diagnosis look
         self.credential = credential
         self.client_kwargs = dict(client_kwargs or {})
         self.environ = environ
@@ -167,16 +189,19 @@ class AzureMLBackend(Backend):
         return planned
 
     def plan_pipeline(self, prepared, options) -> AzurePipelineJobPlan:
-        from amldist.backends.azureml import pipeline
+        from amldist.backends.azureml import pipeline, retries
 
+        retries.refuse(options, prepared.source, "a pipeline")
         environ = os.environ if self.environ is None else self.environ
         return AzurePipelineJobPlan(pipeline.plan_pipeline(prepared, options, environ=environ,
                                                            cwd=self.cwd or os.getcwd()))
 
     def plan_sweep(self, prepared, options) -> AzurePlan:
         """A sweep job: its trial's code (with the runtime) and size facts (backends/azureml/sweep)."""
+        from amldist.backends.azureml import retries
         from amldist.backends.azureml.sweep import plan_sweep
 
+        retries.refuse(options, prepared.source, "a sweep")
         job, workspace, problem, snapshot, body = plan_sweep(
             prepared, options, environ=os.environ if self.environ is None else self.environ,
             cwd=self.cwd or os.getcwd())
@@ -187,13 +212,17 @@ class AzureMLBackend(Backend):
         from amldist.azure_sdk.code_snapshot import plan_snapshot
         from amldist.azure_sdk.entities import job_name, rest_body
         from amldist.backends.azureml.workspace import workspace_or_problem
+        from amldist.backends.azureml import retries
         from amldist.rules.fabric import size_variables
 
+        retries.refuse(options, prepared.source)
         job = copy.deepcopy(prepared.job)  # the prepared job is never changed in place
         sized = size_variables(getattr(job.resources, "instance_type", None)) if job.distribution else {}
         if sized:  # the size's facts for the runtime's fabric check; the job's own values win
             job.environment_variables = {**sized, **(job.environment_variables or {})}
         job.name = job_name(options.name, job.name)
+        if retries.retrying(options):  # --retry: the shared checkpoint output, the link to the other attempts
+            job = retries.as_attempt(job, options, prepared.source)
         workspace, problem = workspace_or_problem(os.environ if self.environ is None else self.environ,
                                                   self.cwd or os.getcwd(), options)
         snapshot = plan_snapshot(job.code, prepared.base_dir, job.command,
@@ -204,14 +233,15 @@ class AzureMLBackend(Backend):
                 f"<uploaded at submit: {snapshot.name}/, {len(snapshot.files)} files"
                 + (", amldist/runtime/ included>" if snapshot.shim_added else ">"))
         return AzurePlan(job, prepared.base_dir, workspace, problem, snapshot, body, options.stream,
-                         list(snapshot.warnings))
+                         list(snapshot.warnings), retrying=retries.retrying(options))
 
     # --- sending it (the only step that acts) -------------------------------------------------
     def run_job(self, plan: AzurePlan) -> JobRecord:
         if plan.workspace is None:
             raise plan.workspace_problem
         self._before_sending(plan.workspace)
-        return self._sent(self._send_job(plan, plan.workspace), plan.workspace, plan.stream)
+        return self._sent(self._send_job(plan, plan.workspace), plan.workspace, plan.stream,
+                          failure_raises=not plan.retrying)
 
     def run_pipeline(self, plan: AzurePipelineJobPlan) -> JobRecord:
         from amldist.backends.azureml.pipeline import submit_pipeline
@@ -224,17 +254,18 @@ class AzureMLBackend(Backend):
 
     def _before_sending(self, workspace) -> None:
         require_azure(need_identity=self.credential is None)
+        self._sent_to = workspace
         print(f"workspace: {workspace.describe()}", file=sys.stderr)
         quiet_azure_ai_ml()  # its "experimental class" notices for schemas every job uses: only with --debug
 
-    def _sent(self, created, workspace, stream: bool) -> JobRecord:
+    def _sent(self, created, workspace, stream: bool, *, failure_raises: bool = True) -> JobRecord:
         from amldist.backends.azureml.records import record_of
 
         print(f"job: {created.name}")
         print(f"studio: {created.studio_url}")
         sys.stdout.flush()
         if stream:
-            return self._stream(created, workspace)
+            return self._stream(created, workspace, failure_raises=failure_raises)
         return record_of(created)
 
     def _send_job(self, plan: AzurePlan, workspace):
@@ -272,6 +303,8 @@ class AzureMLBackend(Backend):
         """The workspace the job verbs use: the settings, ``AZUREML_ARM_*`` or ``config.json``."""
         from amldist.backends.azureml.workspace import require_workspace
 
+        if self._sent_to is not None and not any(self.where.values()):
+            return self._sent_to  # after a submit: the workspace it went to (--retry watches and diagnoses there)
         return require_workspace(os.environ if self.environ is None else self.environ, self.cwd or os.getcwd(),
                                  **self.where)
 
@@ -292,7 +325,7 @@ class AzureMLBackend(Backend):
         return MLClient(credential, workspace.subscription_id, workspace.resource_group,
                         workspace.workspace_name, **kwargs)
 
-    def _stream(self, created, workspace) -> JobRecord:
+    def _stream(self, created, workspace, *, failure_raises: bool = True) -> JobRecord:
         from azure.ai.ml.exceptions import JobException
 
         from amldist.backends.azureml.records import record_of
@@ -306,6 +339,8 @@ class AzureMLBackend(Backend):
                 print(f"stopped following the logs; job {created.name} keeps running: {created.studio_url}",
                       file=sys.stderr)
                 return record_of(created, stream_interrupted=True)
+            if not failure_raises:  # an attempt of a retried run: the loop diagnoses it and decides
+                return record_of(azure_call(lambda: client.jobs.get(created.name), workspace))
             raise UserError(f"job {created.name} failed: {text[:2000]}",
                             hint=f"see the logs in the studio: {created.studio_url}", exit_code=1) from None
         return record_of(created)
@@ -344,6 +379,29 @@ class AzureMLBackend(Backend):
         job = jobs.step_job(client, workspace, name, step) if step else name
         jobs.download(client, workspace, job, destination, output_name=output_name, all_outputs=all_outputs)
         return [destination]
+
+    # --- retries (amldist.diagnosis.retry; Azure ML's part: amldist.backends.azureml.retries) -------------
+    def wait_for_end(self, record: JobRecord) -> JobRecord:
+        """The attempt once it has ended, watched through ``jobs.get``; Ctrl-C cancels it."""
+        from amldist.backends.azureml import retries
+
+        if record.ended:
+            return record
+        interval = retries.POLL_SECONDS if self.poll_seconds is None else self.poll_seconds
+        return retries.watch(self.client(), self.workspace(), record.name, interval=interval)
+
+    def checkpoint_dir_of(self, record: JobRecord) -> str | None:
+        """The datastore path of the first attempt's ``amldist_checkpoints`` output (None: not a retried job)."""
+        from amldist.backends.azureml import retries
+
+        return retries.checkpoint_dir(record)
+
+    def list_attempts(self, first: str) -> list[JobRecord]:
+        """The jobs whose property ``amldist.attempt_of`` is ``first``: one filtered request to the service."""
+        from amldist.backends.azureml import jobs
+        from amldist.backends.azureml.records import ATTEMPT_OF
+
+        return jobs.list_jobs(self.client(), self.workspace(), properties=f"{ATTEMPT_OF}={first}")
 
     def show_text(self, record: JobRecord) -> str:
         from amldist.backends.azureml.records import show_text

@@ -38,9 +38,11 @@ def call(action, workspace, *, name: str | None = None):
         raise UserError(f"no job named {name!r} in workspace {workspace.workspace_name}") from None
 
 
-def list_jobs(client, workspace, *, max_results: int | None = None) -> list[JobRecord]:
-    jobs = call(lambda: list(client.jobs.list(**({"max_results": max_results} if max_results else {}))),
-                workspace)
+def list_jobs(client, workspace, *, max_results: int | None = None, properties: str | None = None) -> list[JobRecord]:
+    """The workspace's jobs; ``properties`` (``name=value,...``) asks the service for those that have them."""
+    filters = {**({"max_results": max_results} if max_results else {}), **({"properties": properties}
+                                                                          if properties else {})}
+    jobs = call(lambda: list(client.jobs.list(**filters)), workspace)
     return [record_of(job) for job in (jobs[:max_results] if max_results else jobs)]
 
 

@@ -7,6 +7,9 @@ from datetime import datetime, timezone
 
 from amldist.backends.base import STATUSES, UNKNOWN, JobRecord, OutputRecord
 
+# The job properties that link the attempts of a retried run (amldist.backends.azureml.retries)
+ATTEMPT_OF, ATTEMPT = "amldist.attempt_of", "amldist.attempt"
+
 
 def _time(value) -> str | None:
     if value is None:
@@ -43,6 +46,9 @@ def record_of(job, *, stream_interrupted: bool = False) -> JobRecord:
                "studio_url": getattr(job, "studio_url", None)}
     if stream_interrupted:
         details["stream_interrupted"] = True
+    if properties.get(ATTEMPT_OF):  # an attempt of a retried run, as amldist.diagnosis.retry reads them
+        number = str(properties.get(ATTEMPT) or "1")
+        details["attempt"] = {"number": int(number) if number.isdigit() else 1, "of": str(properties[ATTEMPT_OF])}
     return JobRecord(name=job.name, backend="azureml", kind="pipeline" if getattr(job, "type", None) == "pipeline"
                      else "job", status=status if status in STATUSES else UNKNOWN, start_time=_time(started),
                      end_time=_time(ended), duration_seconds=duration, outputs=outputs,

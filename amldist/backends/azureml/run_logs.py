@@ -50,4 +50,21 @@ def run_logs(client, workspace, name: str, folder: str) -> RunLogs:
         step = getattr(child, "display_name", None) or child.name
         entity = call(lambda: client.jobs.get(child.name), workspace, name=child.name)
     download(client, workspace, entity.name, folder)
-    return RunLogs(name, status, "azureml", folder=folder, spec=job_dict(entity), log_times=False, step=step)
+    said = service_error(client, workspace, entity.name) if status_of(entity) == "Failed" else None
+    return RunLogs(name, status, "azureml", folder=folder, spec=job_dict(entity), log_times=False, step=step,
+                   service_error=said)
+
+
+def service_error(client, workspace, name: str) -> str | None:
+    """The run's error as Azure ML states it (``code: message``; a preemption is said only there), from the run
+    history's details, where ``MLClient.jobs.stream`` reads it too: azure-ai-ml has no public call for it, so
+    this uses the run operations its ``jobs`` holds. None when it cannot be read: the logs still speak."""
+    runs = getattr(client.jobs, "_runs_operations", None)
+    try:
+        details = call(lambda: runs.get_run_details(name), workspace, name=name)
+    except (UserError, AttributeError):
+        return None
+    error = getattr(getattr(details, "error", None), "error", None)
+    if error is None or not (error.message or error.code):
+        return None
+    return f"{error.code}: {error.message}" if error.code else str(error.message)

@@ -1,0 +1,33 @@
+"""What the service says about a run's end, weighed beside its logs: a run the platform itself took away.
+
+A preempted node leaves nothing in the ranks' logs that names the preemption (its processes are killed; the
+others then lose their peer), but the service that ran the job knows: Azure ML's run error reads
+``AzureMLCompute job failed. PreemptionError: Nodes of this job got pre-empted. ... Reason: Received
+pre-emption warning signal`` (as users quote it from low-priority clusters: MicrosoftDocs/azure-docs#66288,
+microsoft/MLOpsPython#346), with the code ``UserError`` although no user code failed, so the words decide,
+never the code. A backend hands that text over as :attr:`amldist.backends.base.RunLogs.service_error`; when
+it says the node was preempted, that is the cause, whatever a rank's log shows afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+
+from amldist.diagnosis.signatures import Finding
+
+# The platform's words for a node taken away (Azure ML's PreemptionError; "pre-empted" and "preempted" alike).
+PREEMPTED = re.compile(r"PreemptionError|\bpre-?empted\b|\bpre-?emption warning", re.IGNORECASE)
+PREEMPTED_HINT = ("the platform preempted the job's node (a low-priority or spot VM): not your code; save "
+                  "checkpoints (amldist.runtime.checkpoint) and submit with --retry N to resume")
+
+
+def service_cause(found, result):
+    """``result`` (a Diagnosis) with the service's word as its cause when ``found.service_error`` says the run's
+    node was preempted; ``result`` as it is otherwise (the logs decide)."""
+    said = " ".join(str(getattr(found, "service_error", None) or "").split())
+    if found.status != "Failed" or not PREEMPTED.search(said):
+        return result
+    # the platform took a node, not a rank: a rank the logs blame only lost its peers
+    result.rank, result.evidence = None, "the service's run error"
+    result.finding = Finding("preempted", f"the service: {said[:500]}", PREEMPTED_HINT)
+    return result
