@@ -79,12 +79,12 @@ def run(args) -> int:
                      process_count_per_instance=args.process_count_per_instance, args=args,
                      before_plan=lambda name, why: backend_flags.refuse_others(args, args.declared, name, said or why))
         policy = _retry_policy(args)
-        if policy is not None and not args.dry_run:  # --retry: a local flag (the contract refuses it elsewhere)
+        if policy is not None and not args.dry_run:  # --retry: the flag of a backend that retries (refused elsewhere)
             from amldist.diagnosis.retry import submit_with_retries
 
             done = submit_with_retries(args.file, policy, **given)
-        else:
-            done = submit(args.file, **given)
+        else:  # a dry run with --retry shows what the first attempt gets (its shared checkpoint folder)
+            done = submit(args.file, **given, **({"checkpoints": True} if policy is not None else {}))
         if done.record is not None:
             after_run(done.backend, done.record)
     if done.record is None:  # a dry run: the plan was printed

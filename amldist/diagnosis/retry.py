@@ -141,7 +141,8 @@ def failure_of(backend, record) -> tuple[str | None, str, str | None]:
 def attempts_of(backend, record) -> list:
     """Every attempt of the run ``record`` belongs to (first to last), or [] when it was never retried."""
     first = (record.details.get("attempt") or {}).get("of") or record.name
-    found = [r for r in backend.list_attempts(first) if r.name == first or (r.details.get("attempt") or {}).get("of") == first]
+    found = [r for r in backend.list_attempts(first)
+             if r.name == first or (r.details.get("attempt") or {}).get("of") == first]
     found.sort(key=lambda r: (r.details.get("attempt") or {}).get("number", 1))
     return found if len(found) > 1 else []
 

@@ -178,11 +178,12 @@ class AzureMLBackend(Backend):
     def plan(self, prepared: PreparedWork, options) -> AzurePlan | AzurePipelineJobPlan:
         """As every backend plans (the contract's dispatch), after one conversion: a job with a value output
         is sent as the one step of a pipeline, since only a pipeline step takes one."""
-        from amldist.backends.azureml import component_pipeline
+        from amldist.backends.azureml import component_pipeline, retries
 
         require_azure(need_identity=False)  # the snapshot and the body are azure-ai-ml's: one line, not a crash
         if not component_pipeline.needs_pipeline(prepared):
             return super().plan(prepared, options)
+        retries.refuse(options, prepared.source, "a job with a value output, which is sent as a one-step pipeline")
         sent_as = component_pipeline.note(prepared)
         planned = super().plan(component_pipeline.as_one_step_pipeline(prepared, self.cwd or os.getcwd()), options)
         planned.pipeline.warnings.insert(0, sent_as)
@@ -382,10 +383,12 @@ class AzureMLBackend(Backend):
 
     # --- retries (amldist.diagnosis.retry; Azure ML's part: amldist.backends.azureml.retries) -------------
     def wait_for_end(self, record: JobRecord) -> JobRecord:
-        """The attempt once it has ended, watched through ``jobs.get``; Ctrl-C cancels it."""
+        """The attempt once it has ended, watched through ``jobs.get``; Ctrl-C cancels it. An attempt whose logs
+        ``--stream`` stopped following (Ctrl-C there: the job runs on, as that line said) is not watched: the
+        retries end with it."""
         from amldist.backends.azureml import retries
 
-        if record.ended:
+        if record.ended or record.details.get("stream_interrupted"):
             return record
         interval = retries.POLL_SECONDS if self.poll_seconds is None else self.poll_seconds
         return retries.watch(self.client(), self.workspace(), record.name, interval=interval)

@@ -99,6 +99,11 @@ def test_a_preempted_attempt_is_resubmitted_with_the_same_checkpoint_output(cli,
     listed = azure.find("GET", r"/jobs$")
     assert listed and all(r.query.get("properties") == "amldist.attempt_of=j1" for r in listed)  # one filtered ask
 
+    code, out, err = cli("job", "diagnose", "j1", *WS)  # the platform's word, not rank 0's lost peer
+    assert code == 0, err
+    assert "cause: preempted: the service: UserError: AzureMLCompute job failed. PreemptionError" in out
+    assert "first failure: rank" not in out
+
 
 def test_a_python_exception_is_not_retried_and_says_why_in_one_line(cli, azure):
     azure.script("j2", ("Running", "Failed"), error=("UserError", USER_FAILED),
@@ -148,3 +153,12 @@ def test_the_jobs_own_checkpoint_variable_wins_and_no_retry_adds_nothing(cli, az
     assert "amldist_checkpoints" not in plain["outputs"]
     assert not any(key.startswith("amldist.") for key in plain.get("properties") or {})
     assert azure.gets("j5") == 0  # without --retry, submit returns once the job is sent
+
+
+def test_a_dry_run_with_retry_shows_the_first_attempts_checkpoint_output(cli, azure):
+    code, out, err = cli("submit", "job.yml", *WS, "--name", "d1", "--retry", "1", "--dry-run")
+    assert code == 0, err
+    body = json.loads(out)["request"]["body"]["properties"]
+    assert body["outputs"]["amldist_checkpoints"]["uri"] == SHARED.format("d1")
+    assert body["command"].startswith("export AMLDIST_CHECKPOINT_DIR=${{outputs.amldist_checkpoints}}; python ")
+    assert azure.job_puts() == []
