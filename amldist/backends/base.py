@@ -40,6 +40,8 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Mapping, TypeVar
 
+from amldist.rules.counts import count_option
+
 # Azure ML's job statuses (azure.ai.ml.entities JobStatus); every backend reports in these words.
 NOT_STARTED, STARTING, QUEUED, PREPARING, RUNNING = "NotStarted", "Starting", "Queued", "Preparing", "Running"
 FINALIZING, CANCEL_REQUESTED, COMPLETED, FAILED, CANCELED = (
@@ -217,6 +219,18 @@ class Flag:
     dest: str
     help: str = ""
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ``--retry N`` and ``--retry-on CAUSES``, declared once for every backend whose runs the retry loop
+# (amldist.diagnosis.retry) can resubmit: it lists them in its ``submit_flags`` and gives its options the fields
+# the loop passes (checkpoints, checkpoint_dir, attempt_of, attempt, inject, retry, retry_on).
+RETRY_FLAGS = (
+    Flag(("--retry",), "retry", "resubmit a run that failed for a cause other than its code (preemption, node "
+         "fault) up to N times; the attempts share AMLDIST_CHECKPOINT_DIR", {"metavar": "N",
+                                                                            "type": count_option("retry")}),
+    Flag(("--retry-on",), "retry_on", "cause classes to retry, each with its own budget of N: preemption,node "
+         "(default), hang, other; a failure of the code is never retried", {"metavar": "CAUSES"}),
+)
 
 
 @dataclass(frozen=True)

@@ -35,22 +35,12 @@ from typing import TYPE_CHECKING
 from amldist.azure_sdk.sdk_logging import quiet_azure_ai_ml
 from amldist.backends.azureml.azure_calls import SIGN_IN_HINT, azure_call, require_azure
 from amldist.backends.azureml.workspace import Workspace
-from amldist.backends.base import Backend, Flag, JobRecord, Options, Plan, RunLogs
+from amldist.backends.base import RETRY_FLAGS, Backend, Flag, JobRecord, Options, Plan, RunLogs
 from amldist.errors import UserError
-from amldist.rules.counts import count_option
 from amldist.submit.prepared import PreparedWork
 
 if TYPE_CHECKING:  # pragma: no cover  (the job verbs import this module: planning's imports wait for plan())
     from amldist.azure_sdk.code_snapshot import SnapshotPlan
-
-
-RETRY_FLAGS = (  # the local backend declares the same two: one flag, shared (amldist.cli.backend_flags)
-    Flag(("--retry",), "retry", "resubmit a run that failed for a cause other than its code (preemption, node "
-         "fault) up to N times; the attempts share AMLDIST_CHECKPOINT_DIR", {"metavar": "N",
-                                                                            "type": count_option("retry")}),
-    Flag(("--retry-on",), "retry_on", "cause classes to retry, each with its own budget of N: preemption,node "
-         "(default), hang, other; a failure of the code is never retried", {"metavar": "CAUSES"}),
-)
 
 
 def _warn(message: str) -> None:

@@ -18,8 +18,8 @@ import json
 import os
 from dataclasses import dataclass
 
-from amldist.backends.base import (CANCELED, FAILED, Backend, Flag, JobRecord, Options, Plan, ProcessLog, RunLogs,
-                                   ended_record, first_failed_step, signal_name)
+from amldist.backends.base import (CANCELED, FAILED, RETRY_FLAGS, Backend, Flag, JobRecord, Options, Plan, ProcessLog,
+                                   RunLogs, ended_record, first_failed_step, signal_name)
 from amldist.backends.local import jobs, log_files, records
 from amldist.backends.local.plan import LocalPlan, describe, plan
 from amldist.backends.local.records import read_record
@@ -134,11 +134,7 @@ class LocalBackend(Backend):
         Flag(("--inject",), "inject", "rehearse a failure (repeatable): preempt:node=N,after=S[,grace=S], "
              "kill:rank=R,after=S, hang:rank=R,after=S, slow:rank=R,factor=F[,after=S]",
              {"metavar": "FAULT", "action": "append"}),
-        Flag(("--retry",), "retry", "resubmit a run that failed for a cause other than its code (preemption, node "
-             "fault) up to N times; the attempts share AMLDIST_CHECKPOINT_DIR", {"metavar": "N",
-                                                                                "type": count_option("retry")}),
-        Flag(("--retry-on",), "retry_on", "cause classes to retry, each with its own budget of N: preemption,node "
-             "(default), hang, other; a failure of the code is never retried", {"metavar": "CAUSES"}),
+        *RETRY_FLAGS,
     )
     job_flags = (Flag(("--run-root",), "run_root", "folder of the local runs (default: .amldist/runs)",
                       {"metavar": "DIR"}),)

@@ -91,11 +91,12 @@ def test_a_preempted_attempt_is_resubmitted_with_the_same_checkpoint_output(cli,
     assert "retrying: the failure was diagnosed as preempted (preemption)" in err
     assert "job j1-attempt2: Completed" in err
 
-    code, out, err = cli("job", "show", "j1-attempt2", *WS)
-    assert code == 0, err
-    attempts = out.split("attempts:\n", 1)[1].splitlines()
-    assert attempts[0].startswith("  1. j1: Failed: preempted: the service: UserError: AzureMLCompute job failed")
-    assert attempts[1] == "  2. j1-attempt2: Completed"
+    for shown in ("j1-attempt2", "j1"):  # any attempt lists them all
+        code, out, err = cli("job", "show", shown, *WS)
+        assert code == 0, err
+        attempts = out.split("attempts:\n", 1)[1].splitlines()
+        assert attempts[0].startswith("  1. j1: Failed: preempted: the service: UserError: AzureMLCompute job failed")
+        assert attempts[1] == "  2. j1-attempt2: Completed"
     listed = azure.find("GET", r"/jobs$")
     assert listed and all(r.query.get("properties") == "amldist.attempt_of=j1" for r in listed)  # one filtered ask
 
@@ -161,4 +162,14 @@ def test_a_dry_run_with_retry_shows_the_first_attempts_checkpoint_output(cli, az
     body = json.loads(out)["request"]["body"]["properties"]
     assert body["outputs"]["amldist_checkpoints"]["uri"] == SHARED.format("d1")
     assert body["command"].startswith("export AMLDIST_CHECKPOINT_DIR=${{outputs.amldist_checkpoints}}; python ")
+    assert azure.job_puts() == []
+
+
+def test_the_drill_is_refused_for_azure_ml_also_from_python(azure):
+    from amldist.backends.submit import submit
+    from amldist.errors import UserError
+
+    with pytest.raises(UserError, match="--inject rehearses a failure on processes amldist starts"):
+        submit("job.yml", backend="azureml", inject=("kill:rank=0,after=1",), workspace="ws", resource_group="rg",
+               subscription="00000000-0000-0000-0000-000000000000")
     assert azure.job_puts() == []
