@@ -44,9 +44,7 @@ class FakeRetryAzure(FakeLogsAzure):
             self._gets[name] = self.gets(name) + 1
             if self.interrupt == (name, self.gets(name)):
                 raise KeyboardInterrupt  # Ctrl-C while the poll is on the wire
-            script = self.scripts.get(name)
-            if script and self.jobs[name]["properties"]["status"] not in ("Canceled", "CancelRequested"):
-                self.jobs[name]["properties"]["status"] = script.pop(0) if len(script) > 1 else script[0]
+            self._advance(name)
         if rest == "/jobs" and rec.method == "GET" and "properties" in rec.query:
             wanted = [item.split("=", 1) for item in rec.query["properties"].split(",")]
             found = [(n, b) for n, b in reversed(list(self.jobs.items()))
@@ -55,10 +53,18 @@ class FakeRetryAzure(FakeLogsAzure):
             return 200, {"value": [self._resource(f"/jobs/{n}", n, "jobs", b) for n, b in found]}, None
         return super()._arm(rec)
 
+    def _advance(self, name: str) -> None:
+        """One poll of job ``name`` (``jobs.get``, or run history's details as ``jobs.stream`` polls): one step
+        along its script, unless a cancel ended it."""
+        script = self.scripts.get(name)
+        if script and self.jobs[name]["properties"]["status"] not in ("Canceled", "CancelRequested"):
+            self.jobs[name]["properties"]["status"] = script.pop(0) if len(script) > 1 else script[0]
+
     def _data_plane(self, rec):
         m = re.search(r"/runs/([^/]+)/details$", rec.path)
         if m and rec.method == "GET" and m.group(1) in self.jobs:
             name = m.group(1)
+            self._advance(name)
             details = {"runId": name, "status": self.jobs[name]["properties"]["status"], "warnings": []}
             if name in self.errors:
                 code, message = self.errors[name]

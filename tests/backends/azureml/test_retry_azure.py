@@ -173,3 +173,13 @@ def test_the_drill_is_refused_for_azure_ml_also_from_python(azure):
         submit("job.yml", backend="azureml", inject=("kill:rank=0,after=1",), workspace="ws", resource_group="rg",
                subscription="00000000-0000-0000-0000-000000000000")
     assert azure.job_puts() == []
+
+
+def test_with_stream_a_failed_attempt_is_weighed_by_the_loop_not_raised(cli, azure):
+    azure.script("s1", ("Running", "Failed"), error=("UserError", PREEMPTED),
+                 logs={"user_logs/std_log_process_00.txt": "step 20\n"})
+    azure.script("s1-attempt2", ("Running", "Completed"))
+    code, out, err = cli("submit", "job.yml", *WS, "--name", "s1", "--retry", "1", "--stream")
+    assert code == 0, err
+    assert list(put_bodies(azure)) == ["s1", "s1-attempt2"]
+    assert "retrying: the failure was diagnosed as preempted (preemption)" in err
