@@ -13,6 +13,9 @@
   ``MLClient(DefaultAzureCredential(), ...).jobs.create_or_update(job)``. Prints
   ``job: NAME`` and ``studio: URL`` on stdout and returns the job's record; with ``--stream``,
   follows the logs with ``ml_client.jobs.stream(name)`` and exits 1 when the job fails.
+- ``--retry N``: each attempt sent as above with a shared checkpoint output and properties linking it to the
+  first, then watched until it ends (:meth:`AzureMLBackend.wait_for_end`); what is Azure ML's in the retries
+  is :mod:`amldist.backends.azureml.retries`, the loop is every backend's (:mod:`amldist.diagnosis.retry`).
 - the job verbs (``list/show/logs/cancel/download``): :mod:`amldist.backends.azureml.jobs`, through
   the one ``MLClient`` this backend builds (:meth:`AzureMLBackend.client`, built once per workspace).
 
@@ -202,8 +205,8 @@ class AzureMLBackend(Backend):
     def plan_job(self, prepared: PreparedWork, options) -> AzurePlan:
         from amldist.azure_sdk.code_snapshot import plan_snapshot
         from amldist.azure_sdk.entities import job_name, rest_body
-        from amldist.backends.azureml.workspace import workspace_or_problem
         from amldist.backends.azureml import retries
+        from amldist.backends.azureml.workspace import workspace_or_problem
         from amldist.rules.fabric import size_variables
 
         retries.refuse(options, prepared.source)
