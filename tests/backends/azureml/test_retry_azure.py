@@ -75,8 +75,10 @@ def test_a_preempted_attempt_is_resubmitted_with_the_same_checkpoint_output(cli,
     azure.script("j1", ("Running", "Failed"), error=("UserError", PREEMPTED),
                  logs={"user_logs/std_log_process_00.txt": PEER_LOST, "user_logs/std_log_process_01.txt": "step 20\n"})
     azure.script("j1-attempt2", ("Running", "Completed"))
-    code, out, err = cli("submit", "job.yml", *WS, "--name", "j1", "--retry", "1")
+    code, out, err = cli("submit", "job.yml", *WS, "--name", "j1", "--retry", "1", "--format", "json")
     assert code == 0, err
+    final = json.loads(out)  # the last attempt's
+    assert (final["name"], final["status"], final["attempt"]) == ("j1-attempt2", "Completed", {"number": 2, "of": "j1"})
     bodies = put_bodies(azure)
     assert list(bodies) == ["j1", "j1-attempt2"]
     for name, attempt in (("j1", 1), ("j1-attempt2", 2)):
