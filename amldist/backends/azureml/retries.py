@@ -38,6 +38,7 @@ from amldist.errors import UserError
 OUTPUT = "amldist_checkpoints"
 CHECKPOINT_VARIABLE = "AMLDIST_CHECKPOINT_DIR"  # amldist.runtime.checkpoint.ENV_DIR (the runtime stands alone)
 POLL_SECONDS = 15.0  # between two jobs.get while an attempt runs: a job's state changes in minutes, not seconds
+UNREACHABLE_POLLS = 40  # polls in a row that cannot reach Azure (10 minutes at 15 s) before the watch gives up
 
 
 def checkpoint_path(first: str) -> str:
@@ -89,14 +90,19 @@ def watch(client, workspace, name: str, *, interval: float = POLL_SECONDS, sleep
     """Job ``name``'s record once it has ended, asking ``jobs.get`` every ``interval`` seconds (a line on stderr
     each time its status changes). Ctrl-C cancels the job and returns it Canceled, stopped by SIGINT."""
     err = err or sys.stderr
-    said = None
+    said, missed = None, 0
     try:
         while True:
-            record = record_of(call(lambda: client.jobs.get(name), workspace, name=name))
-            if record.status != said:
+            record = poll(client, workspace, name)
+            missed = 0 if record is not None else missed + 1
+            if missed >= UNREACHABLE_POLLS:
+                raise UserError(f"Azure could not be reached for {missed} polls in a row while watching job {name}; "
+                                "it runs on, and no further attempt will be made", exit_code=1,
+                                hint=f"'amldist job show {name}' says where it stands")
+            if record is not None and record.status != said:
                 print(f"job {name}: {record.status}", file=err)
                 said = record.status
-            if record.ended:
+            if record is not None and record.ended:
                 return record
             sleep(interval)
     except KeyboardInterrupt:
@@ -104,3 +110,19 @@ def watch(client, workspace, name: str, *, interval: float = POLL_SECONDS, sleep
         record = cancel(client, workspace, name, wait=True)
         status = CANCELED if record.status in (CANCEL_REQUESTED, CANCELED) else record.status
         return dataclasses.replace(record, status=status, stopped_by="SIGINT" if status == CANCELED else None)
+
+
+def poll(client, workspace, name: str) -> JobRecord | None:
+    """Job ``name``'s record now; None when Azure could not be reached this time (after azure-core's own
+    retries: a laptop's network gone for a while must not end a watch of a week-long run). Any other failure
+    is :func:`~amldist.backends.azureml.jobs.call`'s one line."""
+    from azure.core.exceptions import ServiceRequestError, ServiceResponseError
+
+    def get():
+        try:
+            return client.jobs.get(name)
+        except (ServiceRequestError, ServiceResponseError):
+            return None
+
+    entity = call(get, workspace, name=name)
+    return None if entity is None else record_of(entity)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from azure.core.exceptions import ServiceRequestError
+
 from tests.backends.azureml.fake_logs import FakeLogsAzure
 
 # Azure ML's run error for a job whose low-priority node was taken away, as users quote it
@@ -24,6 +26,7 @@ class FakeRetryAzure(FakeLogsAzure):
     scripts: dict = field(default_factory=dict)  # job name -> statuses its successive GETs report (the last sticks)
     errors: dict = field(default_factory=dict)  # job name -> (code, message) of its run error
     interrupt: tuple | None = None  # (job name, n): the n-th GET of that job raises KeyboardInterrupt (Ctrl-C)
+    unreachable: dict = field(default_factory=dict)  # job name -> the GETs of it (1, 2...) that find no network
     _gets: dict = field(default_factory=dict)
 
     def script(self, name: str, statuses: tuple, *, error: tuple | None = None, logs: dict | None = None) -> None:
@@ -44,6 +47,8 @@ class FakeRetryAzure(FakeLogsAzure):
             self._gets[name] = self.gets(name) + 1
             if self.interrupt == (name, self.gets(name)):
                 raise KeyboardInterrupt  # Ctrl-C while the poll is on the wire
+            if self.gets(name) in self.unreachable.get(name, ()):
+                raise ServiceRequestError("Failed to establish a new connection: [Errno 101] Network is unreachable")
             self._advance(name)
         if rest == "/jobs" and rec.method == "GET" and "properties" in rec.query:
             wanted = [item.split("=", 1) for item in rec.query["properties"].split(",")]

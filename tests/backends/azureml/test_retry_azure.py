@@ -185,3 +185,21 @@ def test_with_stream_a_failed_attempt_is_weighed_by_the_loop_not_raised(cli, azu
     assert code == 0, err
     assert list(put_bodies(azure)) == ["s1", "s1-attempt2"]
     assert "retrying: the failure was diagnosed as preempted (preemption)" in err
+
+
+def test_the_watch_rides_out_polls_that_cannot_reach_azure(cli, azure, monkeypatch):
+    from amldist.backends.azureml import retries
+
+    monkeypatch.setattr(azureml, "AzureMLBackend", configured_backend(
+        credential=FakeCredential(), client_kwargs={"transport": azure, "retry_total": 0}, poll_seconds=0))
+    azure.script("n1", ("Running", "Running", "Running", "Completed"))
+    azure.unreachable["n1"] = (2, 3)  # two polls in a row find no network, then it is back
+    code, out, err = cli("submit", "job.yml", *WS, "--name", "n1", "--retry", "1")
+    assert code == 0, err
+    assert "job n1: Completed" in err and azure.gets("n1") >= 6
+    monkeypatch.setattr(retries, "UNREACHABLE_POLLS", 3)
+    azure.script("n2", ("Running",))
+    azure.unreachable["n2"] = (2, 3, 4)
+    code, out, err = cli("submit", "job.yml", *WS, "--name", "n2", "--retry", "1")
+    assert code == 1 and "Azure could not be reached for 3 polls in a row while watching job n2; it runs on" in err
+    assert list(put_bodies(azure)) == ["n1", "n2"] and azure.canceled == []
