@@ -15,8 +15,9 @@ import re
 
 from amldist.diagnosis.signatures import Finding
 
-# The platform's words for a node taken away (Azure ML's PreemptionError; "pre-empted" and "preempted" alike).
-PREEMPTED = re.compile(r"PreemptionError|\bpre-?empted\b|\bpre-?emption warning", re.IGNORECASE)
+# The platform's own words for a node taken away, and nothing broader: Azure ML's run error can quote the end of a
+# user's traceback, whose text may say "preempted" about anything.
+PREEMPTED = re.compile(r"\bPreemptionError\b|Nodes of this job got pre-?empted")
 PREEMPTED_HINT = ("the platform preempted the job's node (a low-priority or spot VM): not your code; save "
                   "checkpoints (amldist.runtime.checkpoint) and submit with --retry N to resume")
 
