@@ -108,8 +108,9 @@ def watch(client, workspace, name: str, *, interval: float = POLL_SECONDS, sleep
     except KeyboardInterrupt:
         print(f"interrupted: cancelling job {name}; no further attempt is made", file=err)
         record = cancel(client, workspace, name, wait=True)
-        status = CANCELED if record.status in (CANCEL_REQUESTED, CANCELED) else record.status
-        return dataclasses.replace(record, status=status, stopped_by="SIGINT" if status == CANCELED else None)
+        if record.status not in (CANCEL_REQUESTED, CANCELED):  # it had ended by itself: still no further attempt
+            raise
+        return dataclasses.replace(record, status=CANCELED, stopped_by="SIGINT")
 
 
 def poll(client, workspace, name: str) -> JobRecord | None:

@@ -203,3 +203,11 @@ def test_the_watch_rides_out_polls_that_cannot_reach_azure(cli, azure, monkeypat
     code, out, err = cli("submit", "job.yml", *WS, "--name", "n2", "--retry", "1")
     assert code == 1 and "Azure could not be reached for 3 polls in a row while watching job n2; it runs on" in err
     assert list(put_bodies(azure)) == ["n1", "n2"] and azure.canceled == []
+
+
+def test_ctrl_c_as_the_attempt_fails_by_itself_still_ends_the_retries(cli, azure):
+    azure.script("j6", ("Running", "Failed"), error=("UserError", PREEMPTED))
+    azure.interrupt = ("j6", 2)  # Ctrl-C on the second poll; the cancel's own look then finds the job Failed
+    code, out, err = cli("submit", "job.yml", *WS, "--name", "j6", "--retry", "2")
+    assert code == 130 and "interrupted" in err
+    assert list(put_bodies(azure)) == ["j6"] and azure.canceled == []  # nothing to cancel, nothing resubmitted
