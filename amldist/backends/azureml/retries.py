@@ -88,7 +88,8 @@ def checkpoint_dir(record: JobRecord) -> str | None:
 
 def watch(client, workspace, name: str, *, interval: float = POLL_SECONDS, sleep=time.sleep, err=None) -> JobRecord:
     """Job ``name``'s record once it has ended, asking ``jobs.get`` every ``interval`` seconds (a line on stderr
-    each time its status changes). Ctrl-C cancels the job and returns it Canceled, stopped by SIGINT."""
+    each time its status changes). Ctrl-C cancels the job and returns it Canceled, stopped by SIGINT; when the
+    job had ended by itself meanwhile, the KeyboardInterrupt goes on (the retries end either way)."""
     err = err or sys.stderr
     said, missed = None, 0
     try:
