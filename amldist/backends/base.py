@@ -243,6 +243,8 @@ class RunLogs:
     them. ``log_times``: whether a log's modification time is when its process last wrote it (logs read
     where they were written), not when they were downloaded. ``step``: a pipeline's step these logs are of.
     ``faults``: what ``--inject`` did to the run (:mod:`amldist.rules.faults`), which is then the cause.
+    ``ended_by``: what the platform says ended the run when its processes did not (``preempted``,
+    ``node-failure``: Slurm's PREEMPTED, NODE_FAIL), which is then the cause unless the drill struck first.
     """
 
     name: str
@@ -259,6 +261,7 @@ class RunLogs:
     evidence_dir: str | None = None  # the ranks' Flight Recorder dumps and error files (amldist.runtime.evidence)
     code_copy: str | None = None  # the run's copy of the code, whose paths the diagnosis shows as ...
     code_source: str | None = None  # ... the user's own folder it was copied from
+    ended_by: str | None = None  # "preempted" | "node-failure": the platform ended the run (see above)
 
 
 def first_failed_step(record: JobRecord) -> StepRecord | None:
@@ -392,10 +395,13 @@ class Backend(abc.ABC, Generic[O, P]):
         (local, Slurm) returns it as it is; one that returns once the job is sent (Azure ML) watches it here."""
         return record
 
-    def retry_options(self, record: JobRecord, signature: str | None, scope: str | None) -> dict:
+    def retry_options(self, record: JobRecord, signature: str | None, scope: str | None,
+                      node: int | None = None) -> dict:
         """Options for the attempt after ``record`` failed with the diagnosed ``signature`` (of ``scope``),
-        beyond the name, the attempt's place and the shared checkpoint folder (e.g. Slurm excludes a node);
-        keys are fields of ``options_type``."""
+        beyond the name, the attempt's place and the shared checkpoint folder; keys are fields of
+        ``options_type``. ``node``: the index of the node a preemption or node fault was diagnosed on (None
+        for another cause, or when the diagnosis names no node), which a backend may keep the next attempt
+        off (Slurm: ``--exclude``)."""
         return {}
 
     def checkpoint_dir_of(self, record: JobRecord) -> str | None:

@@ -187,11 +187,16 @@ def start_line(kind: str, command: str, python: str, ray_node: str | None) -> st
 
 
 def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 0, python: str = "python",
-                ray_node: str | None = None) -> str:
-    """What each task runs (``bash -c``): Azure ML's variables, its own log, the command, its exit code."""
+                ray_node: str | None = None, faults=(), tasks_per_node: int = 1) -> str:
+    """What each task runs (``bash -c``): Azure ML's variables, its own log, the command, its exit code;
+    with ``faults`` (``--inject``) the drill's watchers beside the command (:func:`drill_watchers`)."""
     rank = '"$OMPI_COMM_WORLD_RANK"' if kind == "mpi" else '"$SLURM_PROCID"'
+    # under mpirun a rank's node is its rank's block (--map-by ppr:N:node); else Slurm's node index
+    node = f'$((OMPI_COMM_WORLD_RANK / {tasks_per_node}))' if kind == "mpi" else '"$SLURM_NODEID"'
+    watchers, stop_watchers = drill_watchers(faults)
     return "\n".join([
         f'rank={rank} run="$AMLDIST_RUN_DIR"; unset AMLDIST_RUN_DIR',
+        *([f'node={node} start="$EPOCHREALTIME" drills=""'] if faults else []),
         f'exec >"$run"/user_logs/{log_name(kind, nodes, world, workers)} 2>&1',
         IMPORT_VARIABLES,
         # every rank's Flight Recorder dump and error file, next to its log, as a local run has them
@@ -202,13 +207,52 @@ def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 
         # its own process group: what the command leaves behind goes with it, as with Azure ML's container
         start_line(kind, command, python, ray_node),
         'pid=$!',
+        *watchers,
         """trap 'kill -TERM -- -"$pid" 2>/dev/null' TERM INT""",
         'wait "$pid"; code=$?',
         'kill -0 "$pid" 2>/dev/null && { wait "$pid"; code=$?; }',
         'kill -KILL -- -"$pid" 2>/dev/null',
+        *stop_watchers,
         'echo "$code" > "$run"/state/rank_"$rank".exit',
         'exit "$code"',
     ])
+
+
+# What a drill's watcher does to the command's process group ("$1") once its time has come (``--inject``,
+# amldist.rules.faults), as the local backend's FaultDrill does to a process group: {grace} and {stopped}/{running}
+# are the fault's numbers.
+DRILL_ACTIONS = {
+    "preempt": 'kill -TERM -- -"$1"; sleep {grace}; kill -KILL -- -"$1" 2>/dev/null',
+    "kill": 'kill -KILL -- -"$1"',
+    "hang": 'kill -STOP -- -"$1"',
+    "slow": ('while kill -STOP -- -"$1" 2>/dev/null; do sleep {stopped}; kill -CONT -- -"$1" 2>/dev/null; '
+             'sleep {running}; done'),
+}
+
+
+def drill_watchers(faults) -> tuple[list[str], list[str]]:
+    """The task script's lines for ``--inject`` (see :mod:`amldist.rules.faults`): for each fault that strikes
+    this task (its node, or its rank), a watcher in a session of its own that sleeps until the fault's time,
+    writes ``state/fault_<i>_rank_<rank>`` (when it fired, when the task started: ``$EPOCHREALTIME``), then
+    signals the command's process group, on the node where it runs; and the lines that end the watchers once
+    the command has ended, so none outlives its task. Real signals to the real processes: what the drill
+    rehearses is what a preempted node or a killed process does to the job."""
+    watchers = []
+    for index, fault in enumerate(faults):
+        action = DRILL_ACTIONS[fault.kind].format(grace=f"{fault.grace:g}", stopped=_seconds(0.1 - 0.1 / fault.factor),
+                                                  running=_seconds(0.1 / fault.factor))
+        body = (f'sleep {fault.after:g}; kill -0 -- -"$1" 2>/dev/null || exit 0; '
+                f'echo "$EPOCHREALTIME $3" > "$2"; {action}')
+        who = "node" if fault.target_key == "node" else "rank"
+        fired = f'"$run"/state/fault_{index}_rank_"$rank"'
+        watchers.append(f'[ "${who}" = {fault.target} ] && {{ setsid bash -c {shlex.quote(body)} drill "$pid" '
+                        f'{fired} "$start" & drills="$drills $!"; }}')
+    stop = ['for d in $drills; do kill -KILL -- -"$d" 2>/dev/null; done'] if watchers else []
+    return watchers, stop
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
 
 
 # Writes state/tf_config: one TF_CONFIG per task (workers, then parameter servers), as Azure ML writes it,
@@ -249,24 +293,27 @@ def launch_line(kind: str, nodes: int, tasks_per_node: int, mpirun: str | None, 
 def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str, command: str, nodes: int,
                  tasks_per_node: int, python: str, mpirun: str | None = None, as_root: bool = False,
                  workers: int = 0, parameter_servers: int = 0, port: int | None = None,
-                 ray_node: str | None = None) -> str:
+                 ray_node: str | None = None, faults=()) -> str:
     """The whole sbatch script (see the module docstring); ``port``: MASTER_PORT when the job names one
     (``distribution.port`` of a Ray job), else a port free on the first node; ``ray_node``: the Ray node
-    module's path as shell text (None: the installed one)."""
+    module's path as shell text (None: the installed one); ``faults``: the drill's (``--inject``)."""
     picked = str(port) if port else f"$({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})"
     world = workers + parameter_servers if kind == "tensorflow" else nodes * tasks_per_node
     state = '"$AMLDIST_RUN_DIR"/state'
+    each_task = task_script(kind, command, nodes, world, workers, python, ray_node, faults, tasks_per_node)
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in options),
              f"# amldist: job {name}, {kind}, {nodes} node(s) x {tasks_per_node} task(s)",
              "set -u",
              f"export AMLDIST_RUN_DIR={shlex.quote(run_dir)}  # each task reads it, then drops it",
              f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/started",
-             'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+             # the allocation's hosts by node index (what a retry's --exclude names, amldist.backends.slurm.retry)
+             f'scontrol show hostnames "$SLURM_JOB_NODELIST" > {state}/nodes',
+             f'first=$(head -n 1 {state}/nodes)',
              r"""addr=$(scontrol show node "$first" -o | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p')""",
              'export MASTER_ADDR="${addr:-$first}"',
              f"export MASTER_PORT={picked}",
              *(tensorflow_cluster(python, workers, parameter_servers) if kind == "tensorflow" else ()),
-             f"task={shlex.quote(task_script(kind, command, nodes, world, workers, python, ray_node))}",
+             f"task={shlex.quote(each_task)}",
              launch_line(kind, nodes, tasks_per_node, mpirun, as_root),
              "code=$?",
              f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/ended",
