@@ -47,4 +47,6 @@ def platform_cause(found, result: Diagnosis) -> Diagnosis:
         return result
     signature, what, hint, scope = known
     result.finding = Finding(signature, f"{found.backend or 'the backend'}: {what}", hint, scope=scope)
+    if result.rank is None and result.ranks:  # every rank was ended together: the report names the first
+        result.rank = result.ranks[0]
     return result

@@ -228,11 +228,16 @@ def status_of(meta: JobMeta) -> tuple[str, str | None, str | None, str | None]:
         return commands.QUEUE_STATES.get(queued, "Running"), None, None, None
     code = read_small_text(os.path.join(state, "exit_code"))
     canceled = cancel_requested(meta.run_dir)
-    if code is not None and not canceled:
-        return (COMPLETED, None, None, None) if code == "0" else (FAILED, failure(meta, code), None, None)
+    exits = rank_exits(meta)
+    # srun may answer 0 when Slurm ended the step for a node failure: Completed only when every task said 0 too
+    whole = code == "0" and len(exits) == len(meta.tasks) and not any(exits.values())
+    if code is not None and not canceled and (whole or code != "0"):
+        return (COMPLETED, None, None, None) if whole else (FAILED, failure(meta, code), None, None)
     if queued == "CG":
         return "Finalizing", None, None, None
     final = commands.final_state(job_id, meta.marker, meta.name) if job_id else None
+    if code is not None and not canceled and final not in ENDED_BY:
+        return FAILED, failure(meta, code), None, final
     if canceled:
         return CANCELED, None, "amldist job cancel", final
     if final in commands.FINAL_STATES:
@@ -259,6 +264,8 @@ def failure(meta: JobMeta, step_code: str | None) -> str:
         (_, rank), code = bad[0]
         return (f"{meta.tasks[rank][0]} of job {meta.name} exited with code {code}; see its log in "
                 f"{meta.run_dir}/user_logs")
+    if step_code == "0":  # the step said 0, yet a task never wrote its exit code
+        return "a task ended without an exit code (killed with its node, or from outside)"
     return f"the job step exited with code {step_code[:20]}" if step_code else "the job failed"
 
 

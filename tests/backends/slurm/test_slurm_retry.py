@@ -131,3 +131,48 @@ def test_stopping_amldist_during_a_retry_cancels_the_attempt_and_ends_the_retrie
     assert not (tmp_path / ".amldist" / "slurm" / "stop-attempt3").exists()
     assert get_backend("slurm").show("stop-attempt2").status == "Canceled"
     assert queue_empty() and survivors(recorded_pids(tmp_path / "pids"), timeout=30) == []
+
+
+@pytest.mark.long(covered_by="test_slurm_drill.py::test_slurms_preempted_and_node_fail_are_the_cause_and_are_retried "
+                  "and test_slurm_cluster.py::test_a_node_that_fails_fails_the_job_in_one_line")
+def test_a_real_node_failure_is_diagnosed_as_such_and_retried(on_cluster, cli, tmp_path):
+    mark = tmp_path / "first-attempt-ran"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        type: command
+        code: src
+        command: if [ -e {mark} ]; then echo second; else touch {mark}; sleep 300; fi
+        environment: azureml:AzureML-sklearn-1.5@latest
+        """))
+    first = tmp_path / ".amldist" / "slurm" / "nf"
+    downed = []
+
+    def fail_the_node():  # what slurmctld does when a node stops answering, without waiting SlurmdTimeout for it
+        deadline = time.monotonic() + 300
+        while not (mark.exists() and (first / "state" / "nodes").exists()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        host = (first / "state" / "nodes").read_text().split()[0]
+        downed.append(host)
+        subprocess.run(["scontrol", "update", f"nodename={host}", "state=down", "reason=amldist-test"], check=True)
+
+    import threading
+
+    thread = threading.Thread(target=fail_the_node, daemon=True)
+    thread.start()
+    try:
+        code, _out, err = cli("submit", str(tmp_path / "job.yml"), "--slurm", "-n", "nf", "--retry", "1")
+    finally:
+        thread.join(timeout=60)
+        for host in downed:
+            subprocess.run(["scontrol", "update", f"nodename={host}", "state=resume"], capture_output=True)
+        on_cluster.wait_idle(60)
+    assert code == 0, err
+    assert "retrying: the failure was diagnosed as node-failure (node)" in err
+    second = tmp_path / ".amldist" / "slurm" / "nf-attempt2"
+    assert (second / "user_logs" / "std_log.txt").read_text() == "second\n"
+    # NODE_FAIL names no node to the job, so none is excluded: Slurm runs nothing on a node while it is down
+    # (this test cluster returns it at once: ReturnToService=2 and its slurmd answers)
+    assert meta(second)["exclude"] is None
+    code, out, _err = cli("job", "show", "nf", "--slurm")
+    assert "1. nf: Failed: process: node-failure: slurm: a node of the job failed" in out, out
