@@ -36,6 +36,9 @@ ENDED_BY = {  # RunLogs.ended_by -> (signature, what happened, what to do, scope
                   "save checkpoints (amldist.runtime.checkpoint) and resubmit with --retry N to resume", "rank"),
     "node-failure": ("node-failure", "a node of the job failed (the scheduler lost it)",
                      "resubmit with --retry N: a retry keeps the job off a failed node where it can", "node"),
+    "time-limit": ("time-limit", "the job reached its time limit (with --retry its tasks got SIGTERM before it)",
+                   "raise limits.timeout (or --time), or save on SIGTERM (GraceHook) and --retry N --retry-on hang to "
+                   "go on in a new attempt", "rank"),
 }
 
 

@@ -35,7 +35,7 @@ SHARED = {"preemption": "preemption/node", "node": "preemption/node"}  # one bud
 SIGNATURE_CLASS = {
     "injected-preempt": "preemption", "preempted": "preemption",
     "injected-kill": "node", "node-failure": "node", "oom-killed": "node", "bus-error": "node",
-    "injected-hang": "hang", "stall": "hang", "collective-timeout": "hang", "never-joined": "hang", "hung": "hang",
+    "injected-hang": "hang", "time-limit": "hang", "stall": "hang", "collective-timeout": "hang", "never-joined": "hang", "hung": "hang",
     "python-exception": "user", "cuda-oom": "user", "duplicate-gpu": "user", "address-in-use": "user",
     "fabric-check": "user", "nccl-ib-disabled": "user", "collective-mismatch": "user", "left-early": "user",
     "rank-not-set": "user", "ddp-model-mismatch": "user", "ddp-unused-parameters": "user",

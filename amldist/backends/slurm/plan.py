@@ -114,7 +114,8 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                                    partition=script.check_option("--partition", options.partition),
                                    account=script.check_option("--account", options.account),
                                    tasks=len(layout.slots) if tf else None,
-                                   exclude=script.check_option("--exclude", options.exclude))
+                                   exclude=script.check_option("--exclude", options.exclude),
+                                   warning=warning(options, limit))
     mpirun = find_mpirun(base) if launch == "mpi" else None
     add_runtime = not (code_source and has_own_amldist(code_source))
     injected = faults.parse_faults(options.inject)
@@ -124,7 +125,8 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                                as_root=hasattr(os, "geteuid") and os.geteuid() == 0, workers=workers,
                                parameter_servers=len(layout.slots) - workers if tf else 0,
                                port=launchers.ray_port(job.distribution.extra or {}) if launch == "ray" else None,
-                               ray_node=BUNDLED_RAY_NODE if add_runtime else None, faults=injected)
+                               ray_node=BUNDLED_RAY_NODE if add_runtime else None, faults=injected,
+                               warned=warning(options, limit) is not None)
     notes = [] if add_runtime else ["the code folder has its own 'amldist': the runtime shim is not added (as on Azure)"]
     return SlurmJobPlan(name, run_dir, launch, nodes, per_node, sbatch, text, added,
                         tasks=tuple((slot.label, slot.log_name, slot.node) for slot in layout.slots),
@@ -135,6 +137,13 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                         includes=tuple(getattr(prepared, "code_includes", ())), faults=injected,
                         attempt={"number": options.attempt, "of": options.attempt_of} if options.attempt_of else None,
                         exclude=options.exclude)
+
+
+def warning(options: SlurmOptions, limit: str | None) -> int | None:
+    """Seconds before the time limit the batch script is warned (``--signal=B:TERM@S``): for a job with a time limit
+    submitted with ``--retry``, so its tasks can save a checkpoint the next attempt resumes from; else None."""
+    seconds = script.limit_seconds(limit)
+    return script.warning_seconds(seconds) if options.retry is not None and seconds else None
 
 
 # The Ray node module in the job's snapshot (task-script text: "$run" is the run folder), run when the runtime

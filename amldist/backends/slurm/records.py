@@ -37,7 +37,9 @@ META = "slurm.json"
 CANCEL_FILE = "cancel_requested"
 # Slurm's end states that say what ended the job when it was not its processes: the diagnosis's cause
 # (amldist.backends.base.RunLogs.ended_by) and a retry's class (preemption, node)
-ENDED_BY = {"PREEMPTED": "preempted", "NODE_FAIL": "node-failure", "BOOT_FAIL": "node-failure"}
+ENDED_BY = {"PREEMPTED": "preempted", "NODE_FAIL": "node-failure", "BOOT_FAIL": "node-failure",
+            "TIMEOUT": "time-limit"}
+TIME_LIMIT_FILE = "time_limit"  # the batch script was warned before the time limit (script.warned_launch)
 STOPPED = (128 + 15, 128 + 9)  # how a task stopped by srun after another one failed exits
 MAX_META_BYTES = 4 * 1024 * 1024
 MAX_FAULTS = 64  # --inject is repeatable; more faults than this in one drill are not a drill amldist ran
@@ -259,6 +261,8 @@ def failure(meta: JobMeta, step_code: str | None) -> str:
         first = min(fired, key=lambda f: f["fired_at"])
         return (f"the fault drill's --inject {first['text']} struck {', '.join(first['processes'])} "
                 f"{first['seconds']:.1f} s after it started")
+    if warned(meta):
+        return "the job's time limit was near: Slurm's warning (sbatch --signal) stopped its tasks with SIGTERM"
     bad = sorted(((c in STOPPED, r), c) for r, c in rank_exits(meta).items() if c != 0)
     if bad:
         (_, rank), code = bad[0]
@@ -305,7 +309,14 @@ def record(run_dir: str, *, meta: JobMeta | None = None) -> JobRecord:
                      details={"run_dir": meta.run_dir, "slurm_job_id": meta.job_id,
                               "logs": os.path.join(meta.run_dir, "user_logs"),
                               "faults": attempts.fired_faults(meta), "attempt": meta.attempt,
-                              "exclude": meta.exclude, "ended_by": ENDED_BY.get(final or "")})
+                              "exclude": meta.exclude,
+                              "ended_by": ENDED_BY.get(final or "") or (
+                                  "time-limit" if status == FAILED and warned(meta) else None)})
+
+
+def warned(meta: JobMeta) -> bool:
+    """Whether Slurm warned the batch script that the time limit was near (``state/time_limit``)."""
+    return read_small_text(os.path.join(meta.run_dir, "state", TIME_LIMIT_FILE), 64) is not None
 
 
 def _time_text(path: str) -> str | None:

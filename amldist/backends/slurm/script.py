@@ -88,9 +88,33 @@ def time_limit(seconds: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:00"
 
 
+_PARTS = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", re.ASCII)
+
+
+def limit_seconds(text: str | None) -> int | None:
+    """A ``--time`` value in seconds (sbatch's formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S); None for none or
+    ``unlimited``."""
+    match = _PARTS.fullmatch((text or "").strip())
+    if not match:
+        return None
+    days, first, second, third = (int(g) if g else None for g in match.groups())
+    if days is not None:  # D-H[:M[:S]]
+        return ((days * 24 + first) * 60 + (second or 0)) * 60 + (third or 0)
+    if third is not None:  # H:M:S
+        return (first * 60 + second) * 60 + third
+    return first * 60 + (second or 0)  # M or M:S
+
+
+def warning_seconds(limit: int) -> int:
+    """How long before the time limit a retried job's batch script is told (``--signal=B:TERM@S``): a tenth of the
+    limit, at least 60 s (Slurm sends the signal up to a minute early: its resolution) and at most 10 minutes."""
+    return min(600, max(60, limit // 10))
+
+
 def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
                    time: str | None, partition: str | None, account: str | None,
-                   tasks: int | None = None, exclude: str | None = None) -> tuple[str, ...]:
+                   tasks: int | None = None, exclude: str | None = None,
+                   warning: int | None = None) -> tuple[str, ...]:
     """The ``#SBATCH`` options, in the order they are written; ``tasks``: a total (tensorflow's tasks) in
     place of the tasks per node; ``marker``: the run's (``--comment``, how amldist knows its jobs).
 
@@ -98,7 +122,8 @@ def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, g
     ``<run>/code`` (the job's working folder) and gets the output file on its command line
     (:func:`command_line_options`). The values given by the user (``--time``, ``--partition``,
     ``--account``) are checked by :func:`check_option`; ``exclude``: nodes to keep the job off (``--exclude``,
-    a retry's after a node fault)."""
+    a retry's after a node fault); ``warning``: seconds before the time limit the batch script gets SIGTERM
+    (``--signal=B:TERM@S``), which it passes on to the tasks so they can save (:func:`batch_script`)."""
     per = f"--ntasks={tasks}" if tasks else f"--ntasks-per-node={tasks_per_node}"
     options = [f"--job-name={name}", f"--nodes={nodes}", per]
     if gpus_per_node:
@@ -107,6 +132,7 @@ def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, g
                                                        ("account", account), ("exclude", exclude)) if value]
     # --no-requeue: a job whose node fails ends Failed, as on Azure ML, instead of starting over in the same
     # run folder (Slurm's default requeues a batch job after a node failure)
+    options += [f"--signal=B:TERM@{warning}"] if warning else []
     options += [f"--comment={marker}", "--export=ALL", "--no-requeue"]
     return tuple(options)
 
@@ -255,6 +281,19 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
 
+def warned_launch(launch: str, state: str) -> tuple[str, ...]:
+    """The launch when Slurm warns the batch script before the time limit (``--signal=B:TERM@S``): the step runs
+    in the background so the script can act at once (bash runs a trap only between commands): it writes
+    ``state/time_limit`` (when; the record's and the diagnosis's ``time-limit``) and sends SIGTERM to every process
+    of the job's steps (``scancel --signal=TERM``: only a signal, the job goes on; a SIGTERM to ``srun`` would end
+    the step at once instead): a script with :class:`amldist.runtime.checkpoint.GraceHook` saves and stops."""
+    return (f"{launch} &",
+            "step=$!",
+            f"""trap 'date -u +%Y-%m-%dT%H:%M:%SZ > {state}/time_limit; scancel --signal=TERM "$SLURM_JOB_ID"' TERM""",
+            'wait "$step"; code=$?',
+            'while kill -0 "$step" 2>/dev/null; do wait "$step"; code=$?; done')
+
+
 # Writes state/tf_config: one TF_CONFIG per task (workers, then parameter servers), as Azure ML writes it,
 # from state/tasks ("PROCID NODE PORT" per task: the port free on that task's node a moment before).
 TF_BUILDER = """
@@ -293,10 +332,11 @@ def launch_line(kind: str, nodes: int, tasks_per_node: int, mpirun: str | None, 
 def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str, command: str, nodes: int,
                  tasks_per_node: int, python: str, mpirun: str | None = None, as_root: bool = False,
                  workers: int = 0, parameter_servers: int = 0, port: int | None = None,
-                 ray_node: str | None = None, faults=()) -> str:
+                 ray_node: str | None = None, faults=(), warned: bool = False) -> str:
     """The whole sbatch script (see the module docstring); ``port``: MASTER_PORT when the job names one
     (``distribution.port`` of a Ray job), else a port free on the first node; ``ray_node``: the Ray node
-    module's path as shell text (None: the installed one); ``faults``: the drill's (``--inject``)."""
+    module's path as shell text (None: the installed one); ``faults``: the drill's (``--inject``); ``warned``:
+    the job asked for SIGTERM before its time limit (:func:`warned_launch`)."""
     picked = str(port) if port else f"$({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})"
     world = workers + parameter_servers if kind == "tensorflow" else nodes * tasks_per_node
     state = '"$AMLDIST_RUN_DIR"/state'
@@ -314,8 +354,8 @@ def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str
              f"export MASTER_PORT={picked}",
              *(tensorflow_cluster(python, workers, parameter_servers) if kind == "tensorflow" else ()),
              f"task={shlex.quote(each_task)}",
-             launch_line(kind, nodes, tasks_per_node, mpirun, as_root),
-             "code=$?",
+             *(warned_launch(launch_line(kind, nodes, tasks_per_node, mpirun, as_root), state) if warned else
+               (launch_line(kind, nodes, tasks_per_node, mpirun, as_root), "code=$?")),
              f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/ended",
              f'echo "$code" > {state}/exit_code.tmp && mv {state}/exit_code.tmp {state}/exit_code',
              'exit "$code"']

@@ -169,3 +169,21 @@ def test_slurms_preempted_and_node_fail_are_the_cause_and_are_retried(tmp_path, 
                      faults=({"text": "kill:rank=0,after=1", "kind": "kill", "fired_at": 5.0, "seconds": 1.0,
                               "processes": ("rank 0",)},))
     assert diagnose_logs(struck).finding.signature == "injected-kill"  # the drill struck first: the drill
+
+
+def test_a_retried_job_with_a_time_limit_is_warned_before_it(tmp_path):
+    job = TWO_BY_TWO + "limits: {timeout: 3600}\n"
+    p = make_plan(tmp_path, job, retry=1)
+    assert "--signal=B:TERM@360" in p.sbatch_options  # a tenth of the hour
+    assert 'scancel --signal=TERM "$SLURM_JOB_ID"' in p.script
+    assert 'srun --kill-on-bad-exit=1 bash -c "$task" &' in p.script  # in the background: the trap runs at once
+    assert make_plan(tmp_path, job, retry=1, time="1-00:00:00").sbatch_options.count("--signal=B:TERM@600") == 1
+    assert not any(o.startswith("--signal") for o in make_plan(tmp_path, job).sbatch_options)  # no --retry
+    assert not any(o.startswith("--signal") for o in make_plan(tmp_path, TWO_BY_TWO, retry=1).sbatch_options)
+    assert "scancel" not in make_plan(tmp_path, job).script
+
+
+@pytest.mark.parametrize("text, seconds", [("90", 5400), ("5:30", 330), ("2:00:00", 7200), ("1-2", 93600),
+                                           ("1-2:30", 95400), ("1-12:00:00", 129600), ("unlimited", None)])
+def test_slurm_time_limits_are_read_in_every_form_sbatch_takes(text, seconds):
+    assert script.limit_seconds(text) == seconds

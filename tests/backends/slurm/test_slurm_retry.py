@@ -176,3 +176,30 @@ def test_a_real_node_failure_is_diagnosed_as_such_and_retried(on_cluster, cli, t
     assert meta(second)["exclude"] is None
     code, out, _err = cli("job", "show", "nf", "--slurm")
     assert "1. nf: Failed: process: node-failure: slurm: a node of the job failed" in out, out
+
+
+@pytest.mark.long(covered_by="test_slurm_drill.py::test_a_retried_job_with_a_time_limit_is_warned_before_it")
+def test_a_job_warned_before_its_time_limit_saves_and_is_retried_as_a_hang(on_cluster, cli, tmp_path):
+    mark = tmp_path / "first-attempt-ran"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        type: command
+        code: src
+        command: >-
+          if [ -e {mark} ]; then echo second;
+          else trap 'echo saving; exit 143' TERM; touch {mark}; sleep 200 & wait; fi
+        environment: azureml:AzureML-sklearn-1.5@latest
+        limits: {{timeout: 60}}
+        """))
+    # a 1-minute limit and a warning 60 s before it: Slurm warns at its next check, seconds after the start
+    code, _out, err = cli("submit", str(tmp_path / "job.yml"), "--slurm", "-n", "tl", "--retry", "1",
+                          "--retry-on", "hang")
+    assert code == 0, err
+    first = tmp_path / ".amldist" / "slurm" / "tl"
+    assert "#SBATCH --signal=B:TERM@60" in (first / "job.sbatch").read_text()
+    assert (first / "state" / "time_limit").is_file() and (first / "state" / "rank_0.exit").read_text() == "143\n"
+    assert (first / "user_logs" / "std_log.txt").read_text() == "saving\n"  # the task got SIGTERM, not SIGKILL
+    assert "retrying: the failure was diagnosed as time-limit (hang)" in err
+    code, out, _err = cli("job", "show", "tl", "--slurm")
+    assert "error: the job's time limit was near" in out and "2. tl-attempt2: Completed" in out
