@@ -82,7 +82,12 @@ class SlurmBackend(Backend):
         return self._submitted(p)
 
     def _submitted(self, p: SlurmJobPlan | SlurmPipelinePlan) -> JobRecord:
-        record = self.logs(p.name, follow=True) if p.stream else self.record(p.run_dir)
+        if p.stream and getattr(p, "retried", False):  # --retry: a stop while following cancels the attempt
+            record = self._stoppable(p.name, p.run_dir, lambda: self.logs(p.name, follow=True))
+            if record.stopped_by in ("SIGINT", "SIGTERM", "SIGHUP"):
+                return record
+        else:
+            record = self.logs(p.name, follow=True) if p.stream else self.record(p.run_dir)
         print(end_line(record, streamed=p.stream), file=sys.stderr)  # a run ends with its status, as --local does
         return record
 
@@ -199,20 +204,32 @@ class SlurmBackend(Backend):
         if record.ended:
             return record
         run_dir = record.details["run_dir"]
+
+        def polled() -> JobRecord:
+            found = record
+            while not found.ended:
+                time.sleep(POLL_SECONDS)
+                found = self.record(run_dir)
+            return found
+
+        ended = self._stoppable(record.name, run_dir, polled)
+        if ended.stopped_by not in ("SIGINT", "SIGTERM", "SIGHUP"):
+            print(end_line(ended), file=sys.stderr)
+        return ended
+
+    def _stoppable(self, name: str, run_dir: str, until_end) -> JobRecord:
+        """``until_end()`` (the job's record once it has ended); Ctrl-C, SIGTERM or SIGHUP meanwhile cancels the job
+        and returns its record Canceled by that signal, with one line saying no further attempt follows."""
         try:
             with pipeline.signals_raise():
-                while not record.ended:
-                    time.sleep(POLL_SECONDS)
-                    record = self.record(run_dir)
+                return until_end()
         except (KeyboardInterrupt, pipeline.Stopped) as exc:
             signum = exc.signum if isinstance(exc, pipeline.Stopped) else signal.SIGINT
-            self.cancel(record.name)
+            self.cancel(name)
             record = dataclasses.replace(self.record(run_dir), stopped_by=signal_name(signum))
             print(f"job {record.name}: {record.status}: stopped by {record.stopped_by}; no further attempt",
                   file=sys.stderr)
             return record
-        print(end_line(record), file=sys.stderr)
-        return record
 
     def checkpoint_dir_of(self, record: JobRecord) -> str | None:
         """The attempts of a retried Slurm run share ``checkpoints/`` in the first attempt's run folder (on the

@@ -73,6 +73,7 @@ class SlurmJobPlan(Plan):
     faults: tuple = ()  # --inject: the drill's faults (amldist.rules.faults.Fault), acted out in the task script
     attempt: Mapping[str, object] | None = None  # a retry's {"number": k, "of": first attempt's name}
     exclude: str | None = None  # the nodes kept off (sbatch --exclude), recorded so the next retry adds to them
+    retried: bool = False  # --retry: amldist owns the attempt's life, a stop while following it cancels it
 
     @property
     def name(self) -> str:
@@ -136,7 +137,7 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                         stream=options.stream, notes=tuple(notes),
                         includes=tuple(getattr(prepared, "code_includes", ())), faults=injected,
                         attempt={"number": options.attempt, "of": options.attempt_of} if options.attempt_of else None,
-                        exclude=options.exclude)
+                        exclude=options.exclude, retried=options.retry is not None)
 
 
 def warning(options: SlurmOptions, limit: str | None) -> int | None:

@@ -104,12 +104,13 @@ def test_a_killed_one_node_job_is_retried_off_its_node(on_cluster, cli, tmp_path
 
 
 @pytest.mark.long(covered_by="test_slurm_cluster.py::test_job_cancel_stops_every_task")
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_stopping_amldist_during_a_retry_cancels_the_attempt_and_ends_the_retries(on_cluster, tmp_path, signum):
+@pytest.mark.parametrize("signum, stream", [(signal.SIGINT, ()), (signal.SIGTERM, ("--stream",))])
+def test_stopping_amldist_during_a_retry_cancels_the_attempt_and_ends_the_retries(on_cluster, tmp_path, signum,
+                                                                                 stream):
     job = worker_job(tmp_path, mode="hang", nodes=1, per_node=2)
     command = [sys.executable, "-m", "amldist", "submit", str(job), "--slurm", "-n", "stop", "--inject",
-               "kill:rank=1,after=2", "--retry", "2"]
-    proc = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+               "kill:rank=1,after=2", "--retry", "2", *stream]  # --stream: stopped while it follows the logs
+    proc = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
     try:
         second = tmp_path / ".amldist" / "slurm" / "stop-attempt2"
