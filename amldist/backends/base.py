@@ -244,7 +244,8 @@ class RunLogs:
     where they were written), not when they were downloaded. ``step``: a pipeline's step these logs are of.
     ``faults``: what ``--inject`` did to the run (:mod:`amldist.rules.faults`), which is then the cause.
     ``ended_by``: what the platform says ended the run when its processes did not (``preempted``,
-    ``node-failure``: Slurm's PREEMPTED, NODE_FAIL), which is then the cause unless the drill struck first.
+    ``node-failure``, ``time-limit``: Slurm's PREEMPTED, NODE_FAIL, TIMEOUT or its warning before it), which is
+    then the cause unless the drill struck first.
     """
 
     name: str
@@ -261,7 +262,7 @@ class RunLogs:
     evidence_dir: str | None = None  # the ranks' Flight Recorder dumps and error files (amldist.runtime.evidence)
     code_copy: str | None = None  # the run's copy of the code, whose paths the diagnosis shows as ...
     code_source: str | None = None  # ... the user's own folder it was copied from
-    ended_by: str | None = None  # "preempted" | "node-failure": the platform ended the run (see above)
+    ended_by: str | None = None  # "preempted" | "node-failure" | "time-limit": the platform ended the run
 
 
 def first_failed_step(record: JobRecord) -> StepRecord | None:

@@ -5,7 +5,7 @@ A failed attempt is diagnosed (:mod:`amldist.diagnosis`), and its cause falls in
 - ``preemption``: the node was taken away (a ``preempt`` fault of the drill; on Slurm, ``PREEMPTED``);
 - ``node``: the machine, not the code (a process killed from outside, InfiniBand, ECC/Xid, host OOM; on Slurm,
   ``NODE_FAIL``);
-- ``hang``: a stall or a collective that timed out, or the job's ``limits.timeout``;
+- ``hang``: a stall or a collective that timed out, or the job's ``limits.timeout`` (on Slurm, its time limit);
 - ``user``: the code or its arguments (a Python exception, CUDA out of memory, a wrong setting the
   diagnosis names a spec field for): never retried, whatever ``--retry`` says;
 - ``other``: a failure the diagnosis cannot attribute.
@@ -35,7 +35,8 @@ SHARED = {"preemption": "preemption/node", "node": "preemption/node"}  # one bud
 SIGNATURE_CLASS = {
     "injected-preempt": "preemption", "preempted": "preemption",
     "injected-kill": "node", "node-failure": "node", "oom-killed": "node", "bus-error": "node",
-    "injected-hang": "hang", "time-limit": "hang", "stall": "hang", "collective-timeout": "hang", "never-joined": "hang", "hung": "hang",
+    "injected-hang": "hang", "time-limit": "hang", "stall": "hang", "collective-timeout": "hang",
+    "never-joined": "hang", "hung": "hang",
     "python-exception": "user", "cuda-oom": "user", "duplicate-gpu": "user", "address-in-use": "user",
     "fabric-check": "user", "nccl-ib-disabled": "user", "collective-mismatch": "user", "left-early": "user",
     "rank-not-set": "user", "ddp-model-mismatch": "user", "ddp-unused-parameters": "user",

@@ -192,8 +192,7 @@ def environment(base: dict, added: dict) -> dict:
     return {**{k: v for k, v in base.items() if not k.startswith(CARRIED)}, **carried, **kept}
 
 
-
-UNUSABLE = ("down", "drain", "fail", "maint", "futr", "inval", "unk")  # sinfo's short states of nodes that run nothing
+UNUSABLE = ("down", "drain", "fail", "maint", "futr", "inval", "unk")  # sinfo's states of nodes that run nothing
 
 
 def usable_nodes(partition: str | None) -> list[str]:
