@@ -24,13 +24,17 @@ TWO_BY_TWO = "command: python train.py\ndistribution: {type: pytorch, process_co
              "resources: {instance_count: 2}\n"
 
 
-def run_task(tmp_path, faults: str, command: str, *, rank: int, node: int, timeout: float = 30):
-    """One task of a 2 x 2 job as srun would start it (its Slurm variables), in real bash: (exit code, seconds)."""
-    text = script.task_script("pytorch", command, 2, 4, faults=parse_faults(faults.split()), tasks_per_node=2)
+def run_task(tmp_path, faults: str, command: str, *, rank: int, node: int, timeout: float = 30, kind="pytorch"):
+    """One task of a 2 x 2 job as srun (or, ``kind`` mpi, mpirun: no Slurm node index) would start it, in real
+    bash: (exit code, seconds)."""
+    text = script.task_script(kind, command, 2, 4, faults=parse_faults(faults.split()), tasks_per_node=2)
     for sub in ("code", "user_logs", "state"):
         (tmp_path / sub).mkdir(exist_ok=True)
     env = {"PATH": os.environ["PATH"], "AMLDIST_RUN_DIR": str(tmp_path), "SLURM_PROCID": str(rank),
            "SLURM_LOCALID": str(rank % 2), "SLURM_NODEID": str(node), "SLURM_NTASKS": "4"}
+    if kind == "mpi":
+        env = {"PATH": env["PATH"], "AMLDIST_RUN_DIR": env["AMLDIST_RUN_DIR"], "OMPI_COMM_WORLD_RANK": str(rank),
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
     started = time.monotonic()
     done = subprocess.run(["bash", "-c", text], env=env, timeout=timeout)
     return done.returncode, time.monotonic() - started
@@ -58,6 +62,11 @@ def test_a_task_on_another_node_is_not_struck_and_leaves_no_watcher(tmp_path):
     code, took = run_task(tmp_path, "preempt:node=1,after=1 kill:rank=3,after=1", "sleep 1.5", rank=0, node=0)
     assert code == 0 and took >= 1.5
     assert not list((tmp_path / "state").glob("fault_*"))
+
+
+def test_under_mpirun_a_ranks_node_is_its_block_of_ranks(tmp_path):
+    code, _ = run_task(tmp_path, "preempt:node=1,after=0.5,grace=1", "sleep 30", rank=3, node=0, kind="mpi")
+    assert code == 128 + 15 and (tmp_path / "state" / "fault_0_rank_3").is_file()  # rank 3 of 2 per node: node 1
 
 
 def test_kill_is_a_sigkill_and_a_fault_after_the_command_ended_never_fires(tmp_path):
