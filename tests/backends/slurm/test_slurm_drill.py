@@ -212,3 +212,15 @@ def test_a_retried_job_with_a_time_limit_is_warned_before_it(tmp_path):
                                            ("1-2:30", 95400), ("1-12:00:00", 129600), ("unlimited", None)])
 def test_slurm_time_limits_are_read_in_every_form_sbatch_takes(text, seconds):
     assert script.limit_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("given", [{"inject": ("kill:rank=0,after=1",)}, {"retry": 1}])
+def test_a_pipeline_takes_neither_the_drill_nor_retries_on_slurm(tmp_path, given):
+    from amldist.backends import get_backend
+    from amldist.submit.prepare import prepare
+    from tests.backends.local.helpers import SAMPLES
+
+    backend = get_backend("slurm")
+    with pytest.raises(UserError, match="drill and retry a job on Slurm, not a pipeline's steps"):
+        backend.plan(prepare(str(SAMPLES / "pipeline" / "pipeline.yml")),
+                     backend.options(run_root=str(tmp_path / "runs"), **given))
