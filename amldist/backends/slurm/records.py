@@ -222,7 +222,8 @@ def job_id_of(meta: JobMeta) -> str | None:
 
 def status_of(meta: JobMeta) -> tuple[str, str | None, str | None, str | None]:
     """(status, error, stopped_by, Slurm's end state) as the module docstring says; the end state only when
-    Slurm's accounting was asked (the batch script never wrote the step's exit code)."""
+    Slurm was asked: the batch script never wrote the step's exit code, or every task that failed was stopped
+    from outside (143, 137: a preemption, a node failure, a cancel), or srun said 0 while a task did not."""
     state = os.path.join(meta.run_dir, "state")
     job_id = job_id_of(meta)
     queued = commands.queue_state(job_id, meta.marker) if job_id else None
@@ -231,22 +232,23 @@ def status_of(meta: JobMeta) -> tuple[str, str | None, str | None, str | None]:
     code = read_small_text(os.path.join(state, "exit_code"))
     canceled = cancel_requested(meta.run_dir)
     exits = rank_exits(meta)
-    # srun may answer 0 when Slurm ended the step for a node failure: Completed only when every task said 0 too
-    whole = code == "0" and len(exits) == len(meta.tasks) and not any(exits.values())
-    if code is not None and not canceled and (whole or code != "0"):
-        return (COMPLETED, None, None, None) if whole else (FAILED, failure(meta, code), None, None)
+    if code is not None and not canceled:
+        if code == "0" and len(exits) == len(meta.tasks) and not any(exits.values()):
+            return COMPLETED, None, None, None
+        if code != "0" and any(c not in STOPPED for c in exits.values() if c != 0):
+            return FAILED, failure(meta, code), None, None  # a task failed on its own: the job's own failure
     if queued == "CG":
         return "Finalizing", None, None, None
     final = commands.final_state(job_id, meta.marker, meta.name) if job_id else None
-    if code is not None and not canceled and final not in ENDED_BY:
-        return FAILED, failure(meta, code), None, final
     if canceled:
         return CANCELED, None, "amldist job cancel", final
-    if final in commands.FINAL_STATES:
+    if final in commands.FINAL_STATES and (code is None or final not in ("COMPLETED", "FAILED")):
         status, why = commands.FINAL_STATES[final]
         if status == CANCELED:
             return CANCELED, "the Slurm job was canceled (scancel)", "scancel", final
         return status, why or failure(meta, None), None, final
+    if code is not None:
+        return FAILED, failure(meta, code), None, final
     if job_id is None:
         return FAILED, "the submission was interrupted before sbatch gave a job id", None, None
     return FAILED, f"Slurm job {job_id} ended without a result (canceled or its node failed)", None, None
