@@ -243,8 +243,9 @@ class SlurmBackend(Backend):
         preemption or node fault was diagnosed on) when the partition has enough other nodes for the job
         (:func:`amldist.backends.slurm.attempts.next_exclude`; one line either way)."""
         meta = records.job_meta(record.details["run_dir"])
-        if record.details.get("ended_by") == "node-failure":
-            node = None  # NODE_FAIL names no node to the job; Slurm runs nothing on the node it marked down
+        if record.details.get("ended_by") in ("node-failure", "preempted"):
+            # Slurm preempted the whole job (no node at fault), or marked a node down, which it then runs nothing on
+            node = None
         names = attempts.hosts(meta.run_dir)
         host = names[node] if node is not None and 0 <= node < len(names) else None
         needed = 1 + max((task[2] for task in meta.tasks), default=0)

@@ -204,3 +204,58 @@ def test_a_job_warned_before_its_time_limit_saves_and_is_retried_as_a_hang(on_cl
     assert "retrying: the failure was diagnosed as time-limit (hang)" in err
     code, out, _err = cli("job", "show", "tl", "--slurm")
     assert "error: the job's time limit was near" in out and "2. tl-attempt2: Completed" in out
+
+
+@pytest.fixture(scope="module")
+def preempting_cluster():
+    """A cluster of its own whose partition `high` preempts (cancels) the jobs of `low`, the default."""
+    from tests.backends.slurm.conftest import missing_tools
+    from tests.slurm_cluster import start_cluster
+
+    if missing_tools():
+        pytest.skip("Slurm/munge not installed")
+    cluster = start_cluster(partitions=("low Default=YES MaxTime=INFINITE State=UP PriorityTier=1",
+                                        "high MaxTime=INFINITE State=UP PriorityTier=2"),
+                            extra=("PreemptType=preempt/partition_prio", "PreemptMode=CANCEL"))
+    yield cluster
+    cluster.stop()
+    import shutil
+
+    shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.mark.long(covered_by="test_slurm_drill.py::test_slurms_preempted_and_node_fail_are_the_cause_and_are_retried")
+def test_a_job_slurm_really_preempts_is_diagnosed_as_preempted_and_retried(preempting_cluster, cli, tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setenv("SLURM_CONF", str(preempting_cluster.conf))
+    monkeypatch.chdir(tmp_path)
+    mark = tmp_path / "first-attempt-ran"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        type: command
+        code: src
+        command: if [ -e {mark} ]; then echo second; else touch {mark}; sleep 300; fi
+        environment: azureml:AzureML-sklearn-1.5@latest
+        """))
+    import threading
+
+    def preempt():  # a job of the higher partition that needs both nodes whole: Slurm preempts ours for it
+        deadline = time.monotonic() + 300
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        subprocess.run(["sbatch", "-p", "high", "--exclusive", "-N", "2", "-o", "/dev/null", "--wrap", "sleep 2"],
+                       check=True, capture_output=True)
+
+    thread = threading.Thread(target=preempt, daemon=True)
+    thread.start()
+    code, _out, err = cli("submit", str(tmp_path / "job.yml"), "--slurm", "-n", "pre", "--retry", "1")
+    thread.join(timeout=60)
+    assert code == 0, err
+    assert "retrying: the failure was diagnosed as preempted (preemption)" in err
+    assert get_backend("slurm").show("pre").error == "the job was preempted"
+    second = tmp_path / ".amldist" / "slurm" / "pre-attempt2"
+    assert (second / "user_logs" / "std_log.txt").read_text() == "second\n"
+    assert meta(second)["exclude"] is None  # the whole job was preempted: no node is at fault
+    code, out, _err = cli("job", "show", "pre", "--slurm")
+    assert "1. pre: Failed: process: preempted: slurm: the job was preempted" in out, out
