@@ -26,17 +26,27 @@ import bench_validate  # noqa: E402  (the same generator and warm loop)
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# bench_validate's warm loop, timed in CPU seconds: on a shared machine other processes' load stays out of it
-WARM = bench_validate.AMLDIST_WARM.replace("time.perf_counter()", "time.process_time()")
+# bench_validate's warm loop, timed in CPU seconds: on a shared machine other processes' load stays out of it; it
+# also says which amldist it imported, so that a side timing the other's code is caught
+WARM = bench_validate.AMLDIST_WARM.replace("time.perf_counter()", "time.process_time()").replace(
+    '{"loop_s": ', '{"amldist": __import__("amldist").__file__, "loop_s": ')
 
 
 def loop_seconds(tree: Path, listing: Path) -> float:
+    """One warm loop over ``listing`` with ``tree``'s amldist.
+
+    Run in ``tree``: ``python -c`` puts its working directory first on ``sys.path``, so started from this
+    checkout both sides would import this checkout's amldist whatever PYTHONPATH says."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-c", WARM, str(listing)], env=env,
+    done = subprocess.run([sys.executable, "-c", WARM, str(listing)], env=env, cwd=tree,
                           capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise SystemExit(f"warm loop failed in {tree}: {done.stderr[-800:]}")
-    return json.loads(done.stdout)["loop_s"]
+    report = json.loads(done.stdout)
+    imported = Path(report["amldist"]).resolve()
+    if not imported.is_relative_to(tree.resolve()):
+        raise SystemExit(f"the warm loop for {tree} imported {imported}")
+    return report["loop_s"]
 
 
 def main(argv=None) -> int:
