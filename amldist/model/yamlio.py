@@ -108,6 +108,7 @@ class _Frame:
 
 
 _NO_KEY = object()
+_UNKNOWN = object()  # a scalar whose value _PLAIN does not hold
 
 
 class _Builder:
@@ -144,8 +145,8 @@ class _Builder:
             kind = type(event)
             if kind is ScalarEvent:
                 text = event.value
-                value = _PLAIN.get(text, _NO_KEY) if event.tag is None and event.implicit[0] else _NO_KEY
-                if event.anchor is not None or value is _NO_KEY:
+                value = _PLAIN.get(text, _UNKNOWN) if event.tag is None and event.implicit[0] else _UNKNOWN
+                if event.anchor is not None or value is _UNKNOWN:
                     value = self.scalar(event)
                 self.text = text
                 if not stack:
@@ -173,7 +174,9 @@ class _Builder:
 
     def finish(self, root, size, mark):
         """The document's value, once its last event is read; a second document is refused."""
-        self.count(size, mark)
+        self.nodes += size
+        if self.nodes > MAX_NODES:
+            raise _too_large(mark)
         self.doc.values.setdefault((), _at(mark))
         self.loader.get_event()  # DocumentEnd
         if not self.loader.check_event(StreamEndEvent):
@@ -227,19 +230,14 @@ class _Builder:
             raise YamlError("yaml-syntax", "a mapping key must be a scalar", *_at(mark))
         return top.path + (top.key,)
 
-    def count(self, size, mark) -> None:
-        """Add ``size`` nodes (aliases expanded) to the document's; refuse a document that grows too large."""
-        self.nodes += size
-        if self.nodes > MAX_NODES:
-            raise YamlError("yaml-too-large", f"document expands to more than {MAX_NODES} nodes (aliases nested too "
-                            "deep?)", *_at(mark), hint="remove the nested anchors/aliases")
-
     def place(self, top: _Frame, value, size, mark, built: bool = False) -> None:
         """Put a finished value (``size`` nodes) into the open collection ``top``.
 
         The common cases (an item, a key, a key's value) come first and compute positions inline: this runs
         once per node of every spec ``validate`` reads."""
-        self.count(size, mark)
+        self.nodes += size  # aliases expanded
+        if self.nodes > MAX_NODES:
+            raise _too_large(mark)
         top.size += size
         if top.key is _NO_KEY:
             if not top.is_list:
@@ -371,6 +369,11 @@ class _MergeKey:
 
 _MERGE_KEY = _MergeKey()
 _SHARED_TYPES = frozenset((str, int, bool, type(None), _MergeKey))  # values _PLAIN may hand to several documents
+
+
+def _too_large(mark) -> YamlError:
+    return YamlError("yaml-too-large", f"document expands to more than {MAX_NODES} nodes (aliases nested too deep?)",
+                     *_at(mark), hint="remove the nested anchors/aliases")
 
 
 def _too_deep(line: int, col: int) -> YamlError:
