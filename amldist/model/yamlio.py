@@ -15,6 +15,7 @@ build plain Python data from them ourselves, in one loop, so that we can
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,9 @@ class YamlDocument:
     # a key written twice with the same value (azure-ai-ml's loader keeps one, nothing is lost): (path, (line, col)
     # of the second, line of the first), a warning for the validator; with another value it is an error
     repeated: list = field(default_factory=list)
+    # what the loader met on its way, so that the validator need not walk the data again to find out
+    non_string_keys: bool = False  # a key YAML reads as no string (``1:``, ``yes:``, ``null:``)
+    non_json: bool = False  # a value JSON has no word for: !!binary data, a non-finite number (.inf, .nan, 1e400)
 
     def where(self, path) -> tuple[int, int]:
         """Best position for a path: its key, else its value, else the nearest ancestor's."""
@@ -84,11 +88,12 @@ def _at(mark) -> tuple[int, int]:
 class _Frame:
     """An open mapping or sequence while its events arrive."""
 
-    __slots__ = ("value", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged", "written", "again",
-                 "again_text")
+    __slots__ = ("value", "is_list", "path", "mark", "anchor", "size", "key", "key_mark", "merging", "merged", "written",
+                 "again", "again_text")
 
     def __init__(self, value, path: Path, mark, anchor):
         self.value = value  # the dict or list being filled
+        self.is_list = isinstance(value, list)
         self.path = path
         self.mark = mark
         self.anchor = anchor
@@ -103,6 +108,7 @@ class _Frame:
 
 
 _NO_KEY = object()
+_UNKNOWN = object()  # a scalar whose value _PLAIN does not hold
 
 
 class _Builder:
@@ -133,30 +139,21 @@ class _Builder:
             return None
         loader.get_event()  # DocumentStart
         stack: list[_Frame] = []
-        root = None
+        get_event, place = loader.get_event, self.place
         while True:
-            event = loader.get_event()
+            event = get_event()
             kind = type(event)
             if kind is ScalarEvent:
-                self._anchor_check(event)
-                value = self.scalar(event)
-                self.text = event.value
-                if event.anchor is not None:
-                    self.anchors[event.anchor] = (value, 1)
-                root = self.place(stack, value, 1, event.start_mark, root)
+                text = event.value
+                value = _PLAIN.get(text, _UNKNOWN) if event.tag is None and event.implicit[0] else _UNKNOWN
+                if event.anchor is not None or value is _UNKNOWN:
+                    value = self.scalar(event)
+                self.text = text
+                if not stack:
+                    return self.finish(value, 1, event.start_mark)
+                place(stack[-1], value, 1, event.start_mark)
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
-                self._anchor_check(event)
-                if len(stack) >= MAX_DEPTH:
-                    raise _too_deep(*_at(event.start_mark))
-                expected = _CORE + ("map" if kind is MappingStartEvent else "seq")
-                if event.tag not in (None, "!", expected):
-                    raise YamlError("yaml-unsafe-tag", f"tag {event.tag!r} is not allowed: amldist loads YAML safely "
-                                    "and constructs no objects", *_at(event.start_mark), hint="remove the tag")
-                path = self.child_path(stack, event.start_mark)
-                self.doc.values.setdefault(path, _at(event.start_mark))
-                if event.anchor is not None:
-                    self.open_anchors.add(event.anchor)
-                stack.append(_Frame({} if kind is MappingStartEvent else [], path, event.start_mark, event.anchor))
+                stack.append(self.open(stack, event, kind is MappingStartEvent))
             elif kind is MappingEndEvent or kind is SequenceEndEvent:
                 frame = stack.pop()
                 if frame.merged:
@@ -166,24 +163,53 @@ class _Builder:
                 if frame.anchor is not None:
                     self.open_anchors.discard(frame.anchor)
                     self.anchors[frame.anchor] = (frame.value, frame.size)
-                root = self.place(stack, frame.value, frame.size, frame.mark, root, built=True)
+                if not stack:
+                    return self.finish(frame.value, frame.size, frame.mark)
+                place(stack[-1], frame.value, frame.size, frame.mark, True)
             elif kind is AliasEvent:
-                if event.anchor in self.open_anchors:
-                    raise YamlError("yaml-too-deep", f"alias *{_shorten(event.anchor)} refers to a collection that "
-                                    "holds it (a recursive alias)", *_at(event.start_mark), hint="remove the alias")
-                if event.anchor not in self.anchors:
-                    raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", event.start_mark)
-                value, size = self.anchors[event.anchor]
-                self.text = None  # an alias key has no text of its own
-                root = self.place(stack, value, size, event.start_mark, root)
-            if not stack and kind is not MappingStartEvent and kind is not SequenceStartEvent:
-                break
-        loader.get_event()  # DocumentEnd
-        if not loader.check_event(StreamEndEvent):
-            event = loader.get_event()
+                value, size = self.alias(event)
+                if not stack:
+                    return self.finish(value, size, event.start_mark)
+                place(stack[-1], value, size, event.start_mark)
+
+    def finish(self, root, size, mark):
+        """The document's value, once its last event is read; a second document is refused."""
+        self.nodes += size
+        if self.nodes > MAX_NODES:
+            raise _too_large(mark)
+        self.doc.values.setdefault((), _at(mark))
+        self.loader.get_event()  # DocumentEnd
+        if not self.loader.check_event(StreamEndEvent):
+            event = self.loader.get_event()
             raise ComposerError("expected a single document in the stream", None, "but found another document",
                                 event.start_mark)
         return root
+
+    def open(self, stack, event, mapping: bool) -> _Frame:
+        """The frame of a mapping or sequence that starts now, once its depth, tag and anchor pass."""
+        if event.anchor is not None:
+            self._anchor_check(event)
+        if len(stack) >= MAX_DEPTH:
+            raise _too_deep(*_at(event.start_mark))
+        expected = _CORE + ("map" if mapping else "seq")
+        if event.tag not in (None, "!", expected):
+            raise YamlError("yaml-unsafe-tag", f"tag {event.tag!r} is not allowed: amldist loads YAML safely "
+                            "and constructs no objects", *_at(event.start_mark), hint="remove the tag")
+        path = self.child_path(stack, event.start_mark)
+        self.doc.values.setdefault(path, _at(event.start_mark))
+        if event.anchor is not None:
+            self.open_anchors.add(event.anchor)
+        return _Frame({} if mapping else [], path, event.start_mark, event.anchor)
+
+    def alias(self, event) -> tuple:
+        """(value, size) of the anchored value an alias names."""
+        if event.anchor in self.open_anchors:
+            raise YamlError("yaml-too-deep", f"alias *{_shorten(event.anchor)} refers to a collection that "
+                            "holds it (a recursive alias)", *_at(event.start_mark), hint="remove the alias")
+        if event.anchor not in self.anchors:
+            raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", event.start_mark)
+        self.text = None  # an alias key has no text of its own
+        return self.anchors[event.anchor]
 
     def _anchor_check(self, event) -> None:
         anchor = event.anchor
@@ -204,34 +230,22 @@ class _Builder:
             raise YamlError("yaml-syntax", "a mapping key must be a scalar", *_at(mark))
         return top.path + (top.key,)
 
-    def place(self, stack, value, size, mark, root, built: bool = False):
-        """Put a finished value (``size`` nodes) into the collection on top of ``stack``; returns the root."""
-        self.nodes += size
+    def place(self, top: _Frame, value, size, mark, built: bool = False) -> None:
+        """Put a finished value (``size`` nodes) into the open collection ``top``.
+
+        The common cases (an item, a key, a key's value) come first and compute positions inline: this runs
+        once per node of every spec ``validate`` reads."""
+        self.nodes += size  # aliases expanded
         if self.nodes > MAX_NODES:
-            raise YamlError("yaml-too-large", f"document expands to more than {MAX_NODES} nodes (aliases nested too "
-                            "deep?)", *_at(mark), hint="remove the nested anchors/aliases")
-        if not stack:
-            self.doc.values.setdefault((), _at(mark))
-            return value
-        top = stack[-1]
+            raise _too_large(mark)
         top.size += size
-        if isinstance(top.value, list):
+        if top.key is _NO_KEY:
+            if not top.is_list:
+                self.place_key(top, value, mark)
+                return
             if not built:
-                self.doc.values.setdefault(top.path + (len(top.value),), _at(mark))
+                self.doc.values.setdefault(top.path + (len(top.value),), (mark.line + 1, mark.column + 1))
             top.value.append(value)
-        elif top.key is _NO_KEY:  # a key
-            if isinstance(value, (dict, list)):
-                raise YamlError("yaml-syntax", "a mapping key must be a scalar", *_at(mark))
-            if value is _MERGE_KEY:
-                top.merging = True
-            elif value in top.value:
-                top.again, top.again_text = True, self.text
-            elif len(top.value) >= MAX_KEYS:
-                raise YamlError("yaml-too-many-keys", f"a mapping with more than {MAX_KEYS} keys",
-                                *_at(top.mark), hint="split the file; no Azure ML spec needs that many keys")
-            top.key, top.key_mark = value, mark
-            if not isinstance(value, str) and not top.again:
-                top.written[value] = self.text
         elif top.merging:
             sources = value if isinstance(value, list) else [value]
             if not all(isinstance(source, dict) for source in sources):
@@ -242,12 +256,29 @@ class _Builder:
             self._repeated(top, value)
         else:
             path = top.path + (top.key,)
-            self.doc.keys[path] = _at(top.key_mark)
+            key_mark = top.key_mark
+            self.doc.keys[path] = (key_mark.line + 1, key_mark.column + 1)
             if not built:
-                self.doc.values.setdefault(path, _at(mark))
+                self.doc.values.setdefault(path, (mark.line + 1, mark.column + 1))
             top.value[top.key] = value
             top.key = _NO_KEY
-        return root
+
+    def place_key(self, top: _Frame, value, mark) -> None:
+        """A mapping's key arrives: its value comes next."""
+        if isinstance(value, (dict, list)):
+            raise YamlError("yaml-syntax", "a mapping key must be a scalar", *_at(mark))
+        if value is _MERGE_KEY:
+            top.merging = True
+        elif value in top.value:
+            top.again, top.again_text = True, self.text
+        elif len(top.value) >= MAX_KEYS:
+            raise YamlError("yaml-too-many-keys", f"a mapping with more than {MAX_KEYS} keys",
+                            *_at(top.mark), hint="split the file; no Azure ML spec needs that many keys")
+        top.key, top.key_mark = value, mark
+        if not isinstance(value, str) and not top.again:
+            top.written[value] = self.text
+            if value is not _MERGE_KEY:
+                self.doc.non_string_keys = True
 
     def duplicate(self, top: _Frame, key, mark, now: str | None) -> YamlError:
         """A duplicate key named as written: ``yes`` and ``True`` are both the boolean true to YAML 1.1, and
@@ -274,6 +305,20 @@ class _Builder:
         top.key, top.again, top.again_text = _NO_KEY, False, None
 
     def scalar(self, event):
+        """A scalar's value, its anchor checked and kept; a plain scalar's immutable value is kept for its text
+        (``_PLAIN``), so the next file that writes the same text skips the resolver and the constructor."""
+        if event.anchor is not None:
+            self._anchor_check(event)
+        value = self.construct(event)
+        if type(value) is bytes or type(value) is float and not math.isfinite(value):
+            self.doc.non_json = True
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (value, 1)
+        if event.tag is None and event.implicit[0] and type(value) in _SHARED_TYPES and len(_PLAIN) < 20_000:
+            _PLAIN[event.value] = value
+        return value
+
+    def construct(self, event):
         value = event.value
         tag = event.tag
         if tag is None or tag == "!":
@@ -313,6 +358,9 @@ class _Builder:
 
 
 _PLAIN_TAGS: dict = {}  # a plain scalar's text -> the tag the resolver gives it (a pure function of the text)
+# a plain scalar's text -> its value, also a pure function of the text; only immutable values that compare by value
+# (a float is left out: a shared nan object would make two .nan values equal where YAML's are not)
+_PLAIN: dict = {}
 
 
 class _MergeKey:
@@ -320,6 +368,12 @@ class _MergeKey:
 
 
 _MERGE_KEY = _MergeKey()
+_SHARED_TYPES = frozenset((str, int, bool, type(None), _MergeKey))  # values _PLAIN may hand to several documents
+
+
+def _too_large(mark) -> YamlError:
+    return YamlError("yaml-too-large", f"document expands to more than {MAX_NODES} nodes (aliases nested too deep?)",
+                     *_at(mark), hint="remove the nested anchors/aliases")
 
 
 def _too_deep(line: int, col: int) -> YamlError:

@@ -24,6 +24,7 @@ agree). Standard library only: the validator's start-up depends on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from amldist.rules.booleans import is_optional
 from amldist.rules.placeholder_patterns import LEGACY_REF, LEGACY_START, V2_REF, V2_START
@@ -49,14 +50,15 @@ class CommandFinding:
         return f"{self.message} (at offset {self.offset} of the command)"
 
 
+@lru_cache(maxsize=512)  # the rules read each command twice, and a spec's steps and jobs repeat commands
 def fast_references(command: str, legacy: bool):
-    """[(source, name, start, end)] outside any group, or None when the full parser is needed."""
+    """((source, name, start, end), ...) outside any group, or None when the full parser is needed."""
     if ("[" in command or "]" in command) if legacy else ("$[[" in command):
         return None
     if legacy and ("${{" in command or "$[[" in command):
         return None  # mixed syntax: let the parser report it
     full, start = _FAST[legacy]
-    found = [(m.group(1), m.group(2), m.start(), m.end()) for m in full.finditer(command)]
+    found = tuple((m.group(1), m.group(2), m.start(), m.end()) for m in full.finditer(command))
     if len(found) != len(start.findall(command)):
         return None  # a malformed reference: the parser says where
     return found
@@ -118,21 +120,22 @@ def command_findings(command, inputs, outputs, *, legacy: bool = False) -> list[
     return findings
 
 
-def _stray_legacy(command: str) -> list[CommandFinding]:
+@lru_cache(maxsize=512)  # a pure function of the text, as fast_references
+def _stray_legacy(command: str) -> tuple[CommandFinding, ...]:
     """``legacy-placeholder``: a ``{inputs.x}`` in an ML v2 command, with the v2 form to write."""
     from amldist.rules import placeholders as ph
 
     stray = ph.stray_legacy_reference(command)
     if not stray:
-        return []
+        return ()
     source, name = stray.groups()
     v2 = f"${{{{{source}.{name}}}}}"
     hint = f"in an ML v2 command write {v2}"
     group = plain_brackets(command, stray.start(), stray.end())
     if group:  # a legacy optional group: v2 writes it $[[ ... ]]
         hint += f", and an optional group $[[ ... ]]: {'$[' + group.replace(stray.group(0), v2) + ']'}"
-    return [CommandFinding("legacy-placeholder", ERROR, f"{stray.group(0)!r} is the legacy placeholder syntax", hint,
-                           stray.start(), stray.group(0))]
+    return (CommandFinding("legacy-placeholder", ERROR, f"{stray.group(0)!r} is the legacy placeholder syntax", hint,
+                           stray.start(), stray.group(0)),)
 
 
 def _references(command: str, legacy: bool, findings: list):
@@ -171,36 +174,55 @@ def shell_findings(command, inputs) -> list[CommandFinding]:
     the rule the local backend applies): a placeholder outside the contexts amldist proves safe
     (``shell-context``), the code of an interpreter (``interpreter-code``), and a default or value
     written in the spec that Azure ML's shell would read as more than its text
-    (``shell-divergence``) or that a local run refuses (``shell-value``). One finding per input."""
+    (``shell-divergence``) or that a local run refuses (``shell-value``). One finding per input.
+
+    The findings depend on the command's text and on the value written for each input it reads, and
+    nothing else: they are kept for those (jobs and steps that share a command are analysed once)."""
     if not isinstance(command, str) or "${{" not in command or not isinstance(inputs, dict):
         return []
-    from amldist.rules import placeholders as ph, shell_command, shell_grammar, shell_values
+    placed = _placeholders(command)
+    if placed is None:
+        return []  # command_findings reports the syntax error
+    text, every = placed
+    read = dict.fromkeys(name for _, _, source, name in every if source == "inputs" and name in inputs)
+    return list(_shell_findings(text, every, tuple((name, _literal_value(inputs[name])) for name in read)))
 
+
+@lru_cache(maxsize=512)
+def _placeholders(command: str):
+    """(text, ((start, end, source, name), ...)): the text the shell reads, every group kept and its brackets
+    removed, and every placeholder in it; None for a placeholder syntax error."""
     fast = fast_references(command, False) if "$[[" not in command else None
     if fast is not None:  # no optional group: the text as written, the references by the parser's own patterns
-        text, every = command, [(start, end, source, name) for source, name, start, end in fast]
-    else:
-        try:
-            text = ph.drop_unset_groups(command, lambda ref: True, ph.V2)  # every group kept, brackets removed
-            every = [(r.start, r.end, r.source, r.name) for r in ph.references(text, ph.V2)]
-        except ph.PlaceholderSyntaxError:
-            return []  # command_findings reports it
+        return command, tuple((start, end, source, name) for source, name, start, end in fast)
+    from amldist.rules import placeholders as ph
+
+    try:
+        text = ph.drop_unset_groups(command, lambda ref: True, ph.V2)  # every group kept, brackets removed
+        return text, tuple((r.start, r.end, r.source, r.name) for r in ph.references(text, ph.V2))
+    except ph.PlaceholderSyntaxError:
+        return None
+
+
+@lru_cache(maxsize=512)
+def _shell_findings(text: str, every: tuple, values: tuple) -> tuple[CommandFinding, ...]:
+    """shell_findings for ``text``'s placeholders ``every`` and ``values``: ((input name, the value written in
+    the spec or None), ...) for each declared input the text reads."""
+    from amldist.rules import shell_command, shell_grammar, shell_values
+
     # the grammar reads every placeholder (an output's too); the findings are about the inputs
     found = shell_command.contexts(text, [(start, end) for start, end, _, _ in every], quoting=False)
-    refs = [(start, end, name) for start, end, source, name in every if source == "inputs" and name in inputs]
+    value_of = dict(values)
     findings: dict[str, CommandFinding] = {}
-    values: dict[str, str | None] = {}
-    for start, end, name in refs:
-        if name in findings:
+    for start, end, source, name in every:
+        if source != "inputs" or name not in value_of or name in findings:
             continue
         key, written = f"inputs.{name}", text[start:end]
         context = found.get(start, shell_command.Context(shell_command.UNPLACED))
-        if context.proven_safe() and name in values and values[name] is None:
+        if context.proven_safe() and value_of[name] is None:
             continue  # no value written in the spec, and any value is safe here: nothing to say
-        if name not in values:
-            values[name] = _literal_value(inputs[name])
         code_of_python = context.role == shell_grammar.INTERPRETER_CODE
-        finding = None if code_of_python else _value_finding(key, values[name], context, written)
+        finding = None if code_of_python else _value_finding(key, value_of[name], context, written)
         warning = shell_values.context_warning("${{" + key + "}}", context)
         if finding is None and warning:
             code = "interpreter-code" if code_of_python else "shell-context"
@@ -209,7 +231,7 @@ def shell_findings(command, inputs) -> list[CommandFinding]:
             finding = CommandFinding(code, WARNING, warning, hint, start, written)
         if finding is not None:
             findings[name] = finding
-    return list(findings.values())
+    return tuple(findings.values())
 
 
 def _value_finding(key: str, value, context, written: str) -> CommandFinding | None:

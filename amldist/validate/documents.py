@@ -2,8 +2,7 @@
 
 Unlike :func:`amldist.model.read_document` (which raises one UserError for the command that
 loads a spec), every problem here becomes a value the validator reports as a diagnostic, and a
-file is read and parsed once per process (a component that a pipeline references and that is
-validated itself).
+file validated again soon after (by a caller of ``validate_file``: an editor, a test) is not read again.
 """
 
 from __future__ import annotations
@@ -25,14 +24,17 @@ def parse(text: str):
         return None, YamlError("yaml-too-deep", "the document is nested too deeply to read")
 
 
-_documents: dict = {}  # (absolute path, mtime, size) -> (text, doc, error): a file read once per process
+# (absolute path, mtime, size) -> (text, doc, error) of the files read last. Bounded: a folder of thousands of specs
+# would otherwise stay in memory to the end, for nothing (``check`` validates each file once; a pipeline's components
+# are kept by amldist.rules.pipeline_graph), and the garbage collector would walk them all again and again.
+_documents: dict = {}
+_KEPT = 64
 
 
 def cached_document(path: str):
     """(text, YamlDocument, None), (text, None, YamlError) or (None, None, Diagnostic) for a file.
 
-    Cached, so a component that a pipeline references and that is validated
-    itself is read and parsed once.
+    The last ``_KEPT`` files read are kept, unless changed since (their modification time or size).
     """
     try:
         stat = os.stat(path)
@@ -45,6 +47,8 @@ def cached_document(path: str):
     result = (None, None, problem) if problem is not None else (text, *parse(text))
     if key is not None:
         _documents[key] = result
+        if len(_documents) > _KEPT:
+            del _documents[next(iter(_documents))]  # the oldest
     return result
 
 

@@ -79,7 +79,7 @@ def validate_data(data, file: str = "<data>", *, kind=None, base_dir=None, doc=N
     if rules.has_non_string_keys(data, doc):
         data = rules.string_keys(ctx, data, renamed)
     reporter = Reporter(file, doc, kind=kind, renamed=renamed)
-    reporter.add_errors(schema_check.check(kind, data))
+    reporter.add_errors(schema_check.check(kind, data, json_only=doc is not None and not doc.non_json))
     ctx.out.extend(reporter.out)
     if isinstance(data, dict):
         _rules(ctx, kind, data)

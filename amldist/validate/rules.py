@@ -187,8 +187,8 @@ def string_keys(ctx, data, renamed: set, path=()):
 
 
 def has_non_string_keys(data, doc=None) -> bool:
-    if doc is not None:  # the loader recorded every key path: no need to walk the data
-        return any(type(path[-1]) is not str for path in doc.keys)
+    if doc is not None:  # the loader saw every key: no need to walk the data
+        return doc.non_string_keys
     stack = [data]
     while stack:
         item = stack.pop()

@@ -50,9 +50,12 @@ class SchemaError:
         return describe(self)
 
 
-def check(kind: str, data) -> list[SchemaError]:
-    """The schema errors (and unknown-key warnings) of a document of ``kind``."""
-    original, data = data, json_values(data)
+def check(kind: str, data, *, json_only: bool = False) -> list[SchemaError]:
+    """The schema errors (and unknown-key warnings) of a document of ``kind``.
+
+    ``json_only``: the caller knows ``data`` holds no value ``json_values`` replaces (the YAML loader saw none),
+    so it is not walked to find out."""
+    original, data = data, (data if json_only else json_values(data))
     errors = [adapt(error, 0) for error in schema_store.closed_validator(kind).iter_errors(data)]
     if data is not original:  # show what was written (binary data, .inf), not its stand-in
         for error in errors:

@@ -186,3 +186,33 @@ def test_builder_matches_pyyaml_on_generated_documents(value, flow, anchor):
     assert ours[0] == reference[0] == data
     if not anchor:  # an alias's inner positions are the anchor's (ours keep the alias's own, not walked again)
         assert ours[1:] == reference[1:]
+
+
+# What the loader records on its way (validate skips walking the data for them): the same answers as the walks
+_keys = st.one_of(st.text(max_size=4), st.integers(-3, 3), st.booleans(), st.none())
+_odd_scalars = st.one_of(_scalars, st.binary(max_size=4), st.sampled_from([float("inf"), float("-inf"),
+                                                                            float("nan")]))
+_odd_values = st.recursive(_odd_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(value=_odd_values, flow=st.sampled_from([None, True, False]))
+@example(value={"a": [1, {True: b"x"}]}, flow=None)
+def test_the_loaders_notes_agree_with_walking_the_data(value, flow):
+    from amldist.validate.rules import has_non_string_keys
+    from amldist.validate.schema_check import json_values
+
+    text = yaml.safe_dump(value, default_flow_style=flow)
+    if _has_nul(value):
+        return
+    doc = load_yaml(text)
+    assert doc.non_string_keys == has_non_string_keys(doc.data)
+    assert doc.non_json == (json_values(doc.data) is not doc.data)
+
+
+def test_a_merge_key_is_no_key_of_the_document():
+    doc = load_yaml("base: &b {x: 1}\nd:\n  <<: *b\n  y: .inf\n")
+    assert doc.data["d"] == {"x": 1, "y": float("inf")}
+    assert not doc.non_string_keys and doc.non_json
+    assert load_yaml("a: {1: b}\n").non_string_keys and not load_yaml("a: {'1': b}\n").non_string_keys

@@ -35,3 +35,20 @@ def test_validate_file_accepts_path_objects_and_names_the_file():
     path = FIXTURES / "invalid" / "fractional_processes.yml"
     [d] = validate_file(path)
     assert d.file == str(path) and d.to_text().startswith(f"{path}:7:3: error wrong-type: ")
+
+
+def test_validate_file_keeps_only_the_last_files_read(tmp_path, monkeypatch):
+    """A file validated again at once is not read again, and a folder of many specs does not stay in memory."""
+    from amldist.validate import documents
+
+    reads = []
+    monkeypatch.setattr(documents, "_documents", {})
+    monkeypatch.setattr(documents, "file_text", lambda path: reads.append(path) or (open(path).read(), None))
+    paths = []
+    for i in range(documents._KEPT + 10):
+        paths.append(tmp_path / f"job_{i}.yml")
+        paths[-1].write_text(f"type: command\ncommand: echo {i}\nenvironment: azureml:env:1\ncompute: gpu\n")
+        assert validate_file(paths[-1]) == validate_file(paths[-1])
+    assert len(reads) == len(paths) and len(documents._documents) == documents._KEPT
+    validate_file(paths[0])  # long gone: read again
+    assert len(reads) == len(paths) + 1

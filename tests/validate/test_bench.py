@@ -72,6 +72,18 @@ def test_bench_validate_quick():
     assert out.count("target <= 0.08") == 2 and "target >= 50x" in out
 
 
+@pytest.mark.bench
+def test_bench_validate_revisions_times_each_revision_with_its_own_code():
+    """Against HEAD (this checkout's last commit): both workloads and both sides run; the script itself stops when
+    a side imports the other's amldist (as both did when started from the checkout)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_validate_revisions.py"), "HEAD", "--runs", "1",
+                           "--count", "12"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "same commands" in out and "distinct commands" in out and out.count("ratio:") == 2
+    assert out.count("shell analysis") == 4
+
+
 def test_bench_pipeline_local_runs_the_pipelines_own_steps(tmp_path):
     import yaml
 
