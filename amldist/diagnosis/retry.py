@@ -88,6 +88,10 @@ class RetryPolicy:
                      f"{self.spent[pool]} of {self.budget})"
 
 
+CANCELED_BY = "amldist job cancel"
+CANCELED_LINE = "the retries were canceled by 'amldist job cancel'"
+
+
 def attempt_name(first: str, number: int) -> str:
     return first if number == 1 else f"{first}-attempt{number}"
 
@@ -98,7 +102,7 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     import sys
     from dataclasses import replace
 
-    from amldist.backends.base import FAILED
+    from amldist.backends.base import CANCELED, FAILED
     from amldist.backends.submit import submit
 
     err = err or sys.stderr
@@ -109,7 +113,7 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     shared = done.backend.checkpoint_dir_of(record)
     if shared is None:  # the contract: a backend with no shared checkpoint folder does not retry
         return done
-    first, number = record.name, 1
+    first, number = record, 1
     while record.status == FAILED:
         signature, line, scope = failure_of(done.backend, record)
         retry, why = policy.decide(signature, scope)
@@ -117,11 +121,16 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
         print(why, file=err)
         if not retry:
             break
+        if done.backend.retries_canceled(first):  # `amldist job cancel` came after this attempt ended
+            print(f"{CANCELED_LINE}: no attempt after {record.name} starts", file=err)
+            return replace(done, record=replace(record, status=CANCELED, stopped_by=CANCELED_BY))
         number += 1
         extra = done.backend.retry_options(record, signature, scope)
-        done = submit(source, err=err, **{**kwargs, **extra, "name": attempt_name(first, number), "inject": (),
-                                          "attempt_of": first, "attempt": number, "checkpoint_dir": shared})
+        done = submit(source, err=err, **{**kwargs, **extra, "name": attempt_name(first.name, number), "inject": (),
+                                          "attempt_of": first.name, "attempt": number, "checkpoint_dir": shared})
         record = done.backend.wait_for_end(done.record)
+    if record.status == CANCELED and done.backend.retries_canceled(first):
+        print(f"{CANCELED_LINE}: {record.name} was stopped and no further attempt starts", file=err)
     return replace(done, record=record)
 
 
@@ -140,11 +149,32 @@ def failure_of(backend, record) -> tuple[str | None, str, str | None]:
 
 def attempts_of(backend, record) -> list:
     """Every attempt of the run ``record`` belongs to (first to last), or [] when it was never retried."""
-    first = (record.details.get("attempt") or {}).get("of") or record.name
+    found = _group(backend, (record.details.get("attempt") or {}).get("of") or record.name)
+    return found if len(found) > 1 else []
+
+
+def _group(backend, first: str) -> list:
     found = [r for r in backend.list_attempts(first)
              if r.name == first or (r.details.get("attempt") or {}).get("of") == first]
-    found.sort(key=lambda r: (r.details.get("attempt") or {}).get("number", 1))
-    return found if len(found) > 1 else []
+    return sorted(found, key=lambda r: (r.details.get("attempt") or {}).get("number", 1))
+
+
+def cancel_attempts(backend, name: str, *, wait: bool = True):
+    """``amldist job cancel NAME``: (the records of the attempts canceled, whether the retries were stopped).
+
+    A run without ``--retry`` is canceled alone. An attempt of a run under ``--retry`` (any attempt's name:
+    its record names the first) stops the retries first (:meth:`~amldist.backends.base.Backend.cancel_retries`,
+    which the retry loop reads right before it starts an attempt), and only then cancels every attempt still
+    running. An attempt the loop started before the stop was recorded is then either seen running here or reads
+    the stop itself once it runs (locally: the supervisor, right after status.json says it runs), and the loop
+    starts none after it: a cancel in the gap between two attempts ends the retries too."""
+    record = backend.show(name)
+    first = (record.details.get("attempt") or {}).get("of")
+    if not first:
+        return [backend.cancel(name, wait=wait)], False
+    stopped = backend.cancel_retries(record if first == record.name else backend.show(first))
+    running = [a for a in _group(backend, first) if not a.ended]
+    return [backend.cancel(a.name, wait=wait) for a in running] or [record], stopped
 
 
 def attempts_lines(backend, record) -> list[str]:
