@@ -18,6 +18,8 @@ named ``<first>-attempt<k>``, whose record says which run it retries (``attempt`
 share one checkpoint folder (``AMLDIST_CHECKPOINT_DIR``, under the first attempt's run folder), so a
 script using :mod:`amldist.runtime.checkpoint` resumes. The drill's faults apply to the first attempt
 only: a drill rehearses one failure and the recovery from it. The final status is the last attempt's.
+``amldist job cancel`` of any attempt, from another terminal, cancels the attempt running and stops the
+retries, also between two attempts (:func:`cancel_attempts`); the final status is then ``Canceled``.
 """
 
 from __future__ import annotations
@@ -184,4 +186,6 @@ def attempts_lines(backend, record) -> list[str]:
     for number, attempt in enumerate(attempts, start=1):
         cause = f": {failure_of(backend, attempt)[1]}" if attempt.status == "Failed" else ""
         lines.append(f"  {number}. {attempt.name}: {attempt.status}{cause}")
+    if record.details.get("attempt") and backend.retries_canceled(attempts[0] if attempts else record):
+        lines.append(f"{CANCELED_LINE}: no further attempt started")
     return lines

@@ -135,6 +135,8 @@ def test_a_cancel_while_the_loop_diagnoses_the_failed_attempt_starts_no_next_att
     assert f"{RETRIES_CANCELED}: no attempt after r starts" in err
     assert run_names(here) == ["r"]
     assert left_running(here) == []
+    _code, out, _err = cli("job", "show", "r")
+    assert f"{RETRIES_CANCELED}: no further attempt started" in out
 
 
 def test_a_cancel_after_the_loop_decided_to_retry_stops_the_attempt_before_it_starts_a_process(cli, here,
