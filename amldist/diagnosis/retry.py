@@ -164,15 +164,19 @@ def _group(backend, first: str) -> list:
 def cancel_attempts(backend, name: str, *, wait: bool = True):
     """``amldist job cancel NAME``: (the records of the attempts canceled, whether the retries were stopped).
 
-    A run without ``--retry`` is canceled alone. An attempt of a run under ``--retry`` (any attempt's name:
+    A run without ``--retry``, or whose retries are over (its last attempt completed or was canceled), is canceled
+    alone. An attempt of a run under ``--retry`` (any attempt's name:
     its record names the first) stops the retries first (:meth:`~amldist.backends.base.Backend.cancel_retries`,
     which the retry loop reads right before it starts an attempt), and only then cancels every attempt still
     running. An attempt the loop started before the stop was recorded is then either seen running here or reads
     the stop itself once it runs (locally: the supervisor, right after status.json says it runs), and the loop
     starts none after it: a cancel in the gap between two attempts ends the retries too."""
+    from amldist.backends.base import CANCELED, COMPLETED
+
     record = backend.show(name)
     first = (record.details.get("attempt") or {}).get("of")
-    if not first:
+    group = _group(backend, first) if first else []
+    if not group or group[-1].status in (COMPLETED, CANCELED):  # no retries, or they are over: nothing to stop
         return [backend.cancel(name, wait=wait)], False
     stopped = backend.cancel_retries(record if first == record.name else backend.show(first))
     running = [a for a in _group(backend, first) if not a.ended]

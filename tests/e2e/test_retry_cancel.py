@@ -102,6 +102,8 @@ def test_cancel_of_any_attempt_during_a_retry_cancels_it_and_no_attempt_follows(
     second = status(tmp_path, "r-attempt2")
     assert (second["status"], second["stopped_by"]) == ("Canceled", "amldist job cancel")
     assert gone == [] and left_running(tmp_path) == []
+    again = amldist(tmp_path, "job", "cancel", named)  # the retries are over: nothing is left to stop
+    assert again.returncode == 0 and "nothing to cancel" in again.stderr and "retries" not in again.stdout
 
 
 @pytest.fixture
