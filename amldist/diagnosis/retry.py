@@ -167,9 +167,10 @@ def cancel_attempts(backend, name: str, *, wait: bool = True):
     A run without ``--retry``, or whose retries are over (its last attempt completed or was canceled), is canceled
     alone. An attempt of a run under ``--retry`` (any attempt's name: its record names the first) stops the
     retries first (:meth:`~amldist.backends.base.Backend.cancel_retries`, which the retry loop reads right before
-    it starts an attempt), and only then cancels every attempt still running. An attempt the loop started before the stop was recorded is then either seen running here or reads
-    the stop itself once it runs (locally: the supervisor, right after status.json says it runs), and the loop
-    starts none after it: a cancel in the gap between two attempts ends the retries too."""
+    it starts an attempt), and only then cancels every attempt still running. An attempt the loop started before
+    the stop was recorded is then either seen running here or reads the stop itself once it runs (locally: the
+    supervisor, right after status.json says it runs), and the loop starts none after it: a cancel in the gap
+    between two attempts ends the retries too."""
     from amldist.backends.base import CANCELED, COMPLETED
 
     record = backend.show(name)
