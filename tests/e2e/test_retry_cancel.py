@@ -132,7 +132,8 @@ def test_a_cancel_while_the_loop_diagnoses_the_failed_attempt_starts_no_next_att
     code, _out, err = cli("submit", str(sleeping_job(here)), "--local", "--name", "r", "--inject",
                           "kill:rank=0,after=1", "--retry", "2")
     assert seen[0].returncode == 0, seen[0].stderr
-    assert seen[0].stdout.splitlines() == ["job r: Failed", "job r: its retries are canceled; no further attempt starts"]
+    assert seen[0].stdout.splitlines() == ["job r: Failed",
+                                           "job r: its retries are canceled; no further attempt starts"]
     assert code == 143, err
     assert f"{RETRIES_CANCELED}: no attempt after r starts" in err
     assert run_names(here) == ["r"]
