@@ -49,6 +49,10 @@ class SlurmCluster:
     nodes: tuple[str, ...] = ("n1", "n2")
     cpus_per_node: int = 4
     pids: dict[str, Path] = field(default_factory=dict)
+    # the partitions' lines (NAME OPTIONS...; each spans every node) and more slurm.conf lines: a test that needs
+    # another shape (preemption between partitions) starts its own cluster with them
+    partitions: tuple[str, ...] = ("debug Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES",)
+    extra: tuple[str, ...] = ()
 
     @property
     def conf(self) -> Path:
@@ -83,8 +87,9 @@ class SlurmCluster:
         for node, port in zip(self.nodes, node_ports):
             lines.append(f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} "
                          f"CPUs={self.cpus_per_node} State=UNKNOWN")
-        lines.append(f"PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP "
-                     "OverSubscribe=YES")
+        lines += [f"PartitionName={name} Nodes={','.join(self.nodes)} {options}"
+                  for name, _, options in (p.partition(" ") for p in self.partitions)]
+        lines += list(self.extra)
         self.conf.write_text("\n".join(lines) + "\n")
 
     def start(self, timeout: float = 30.0) -> "SlurmCluster":
@@ -161,11 +166,12 @@ def _terminate(pid: int, grace: float = 10.0) -> None:
         pass
 
 
-def start_cluster() -> SlurmCluster:
-    """A started cluster in a new temporary folder; call ``stop()`` (and remove ``root``) after."""
+def start_cluster(**shape) -> SlurmCluster:
+    """A started cluster in a new temporary folder (``shape``: :class:`SlurmCluster`'s ``partitions``, ``extra``);
+    call ``stop()`` (and remove ``root``) after."""
     # a short path: munge's and slurmd's sockets must fit in sun_path (108 bytes)
     root = Path(tempfile.mkdtemp(prefix="amlslurm-", dir="/tmp"))
-    cluster = SlurmCluster(root)
+    cluster = SlurmCluster(root, **shape)
     try:
         return cluster.start()
     except BaseException:

@@ -262,6 +262,9 @@ class RunLogs:
     ``faults``: what ``--inject`` did to the run (:mod:`amldist.rules.faults`), which is then the cause.
     ``service_error``: what the service said about the failure; a preemption it names is the cause
     (:mod:`amldist.diagnosis.service`).
+    ``ended_by``: what the platform says ended the run when its processes did not (``preempted``,
+    ``node-failure``, ``time-limit``: Slurm's PREEMPTED, NODE_FAIL, TIMEOUT or its warning before it), which is
+    then the cause unless the drill struck first.
     """
 
     name: str
@@ -279,6 +282,7 @@ class RunLogs:
     code_copy: str | None = None  # the run's copy of the code, whose paths the diagnosis shows as ...
     code_source: str | None = None  # ... the user's own folder it was copied from
     service_error: str | None = None  # the service's own words on why the run failed (Azure ML's run error)
+    ended_by: str | None = None  # "preempted" | "node-failure" | "time-limit": the platform ended the run
 
 
 def first_failed_step(record: JobRecord) -> StepRecord | None:
@@ -412,10 +416,13 @@ class Backend(abc.ABC, Generic[O, P]):
         (local, Slurm) returns it as it is; one that returns once the job is sent (Azure ML) watches it here."""
         return record
 
-    def retry_options(self, record: JobRecord, signature: str | None, scope: str | None) -> dict:
+    def retry_options(self, record: JobRecord, signature: str | None, scope: str | None,
+                      node: int | None = None) -> dict:
         """Options for the attempt after ``record`` failed with the diagnosed ``signature`` (of ``scope``),
-        beyond the name, the attempt's place and the shared checkpoint folder (e.g. Slurm excludes a node);
-        keys are fields of ``options_type``."""
+        beyond the name, the attempt's place and the shared checkpoint folder; keys are fields of
+        ``options_type``. ``node``: the index of the node a preemption or node fault was diagnosed on (None
+        for another cause, or when the diagnosis names no node), which a backend may keep the next attempt
+        off (Slurm: ``--exclude``)."""
         return {}
 
     def list_attempts(self, first: str) -> list[JobRecord]:

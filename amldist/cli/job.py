@@ -173,7 +173,7 @@ def _show(backend, args, name) -> int:
         from amldist.diagnostics import escape_text
 
         text = backend.show_text(record).splitlines()
-        if backend.name == "local" or record.details.get("attempt"):  # a retried run: every attempt, linked
+        if backend.checkpoint_dir_of(record) is not None:  # a backend that retries: every attempt, linked
             from amldist.diagnosis.retry import attempts_lines
 
             text += attempts_lines(backend, record)

@@ -13,7 +13,7 @@ import tempfile
 
 from amldist.diagnosis import azure, collectives, local
 from amldist.diagnosis.analysis import Diagnosis, diagnose
-from amldist.diagnosis.drill import injected_cause
+from amldist.diagnosis.drill import injected_cause, platform_cause
 from amldist.diagnosis.logs import job_context, load_job_file
 from amldist.diagnosis.local import frame_place, users_path
 from amldist.diagnosis.service import service_cause
@@ -51,7 +51,7 @@ def diagnose_logs(found, *, vm_size: str | None = None) -> Diagnosis:
         copy, source = found.code_copy, found.code_source
         result.finding = dataclasses.replace(result.finding, line=users_path(result.finding.line, copy, source),
                                              frame=users_path(result.finding.frame, copy, source))
-    return service_cause(found, injected_cause(found, result))
+    return injected_cause(found, platform_cause(found, service_cause(found, result)))
 
 
 def evidence_of(found):

@@ -1,5 +1,7 @@
 """A run the fault drill struck (``amldist submit --inject``, :mod:`amldist.rules.faults`) failed because of the
-fault, never because of the script: the first fault that fired is the cause, on the first process it struck."""
+fault, never because of the script: the first fault that fired is the cause, on the first process it struck.
+A run the platform itself ended (``RunLogs.ended_by``: Slurm's PREEMPTED or NODE_FAIL) failed because of that,
+unless the drill struck first."""
 
 from __future__ import annotations
 
@@ -26,4 +28,28 @@ def injected_cause(found, result: Diagnosis) -> Diagnosis:
     result.finding = Finding(f"injected-{fault['kind']}", f"--inject {fault['text']} fired at "
                              f"{fault.get('seconds') or 0:.1f} s on {', '.join(fault['processes'])}",
                              INJECTED_HINTS.get(fault["kind"], "the fault drill ended the run"))
+    return result
+
+
+ENDED_BY = {  # RunLogs.ended_by -> (signature, what happened, what to do, scope)
+    "preempted": ("preempted", "the job was preempted (its nodes were given to another job)",
+                  "save checkpoints (amldist.runtime.checkpoint) and resubmit with --retry N to resume", "rank"),
+    "node-failure": ("node-failure", "a node of the job failed (the scheduler lost it)",
+                     "resubmit with --retry N: a retry keeps the job off a failed node where it can", "node"),
+    "time-limit": ("time-limit", "the job reached its time limit (with --retry its tasks got SIGTERM before it)",
+                   "raise limits.timeout (or --time), or save on SIGTERM (GraceHook) and --retry N --retry-on hang to "
+                   "go on in a new attempt", "rank"),
+}
+
+
+def platform_cause(found, result: Diagnosis) -> Diagnosis:
+    """``result`` with what the platform said ended the run (``found.ended_by``) as its cause, when it said so:
+    the ranks' own exits then only followed it."""
+    known = ENDED_BY.get(getattr(found, "ended_by", None) or "")
+    if known is None or found.status != "Failed":
+        return result
+    signature, what, hint, scope = known
+    result.finding = Finding(signature, f"{found.backend or 'the backend'}: {what}", hint, scope=scope)
+    if result.rank is None and result.ranks:  # every rank was ended together: the report names the first
+        result.rank = result.ranks[0]
     return result

@@ -4,8 +4,9 @@ A failed attempt is diagnosed (:mod:`amldist.diagnosis`), and its cause falls in
 
 - ``preemption``: the node was taken away (a ``preempt`` fault of the drill; on Slurm, ``PREEMPTED``; on Azure
   ML, the run error's ``PreemptionError``: :mod:`amldist.diagnosis.service`);
-- ``node``: the machine, not the code (a process killed from outside, InfiniBand, ECC/Xid, host OOM);
-- ``hang``: a stall or a collective that timed out, or the job's ``limits.timeout``;
+- ``node``: the machine, not the code (a process killed from outside, InfiniBand, ECC/Xid, host OOM; on Slurm,
+  ``NODE_FAIL``);
+- ``hang``: a stall or a collective that timed out, or the job's ``limits.timeout`` (on Slurm, its time limit);
 - ``user``: the code or its arguments (a Python exception, CUDA out of memory, a wrong setting the
   diagnosis names a spec field for): never retried, whatever ``--retry`` says;
 - ``other``: a failure the diagnosis cannot attribute.
@@ -36,8 +37,9 @@ SHARED = {"preemption": "preemption/node", "node": "preemption/node"}  # one bud
 # listed here again.
 SIGNATURE_CLASS = {
     "injected-preempt": "preemption", "preempted": "preemption",
-    "injected-kill": "node", "oom-killed": "node", "bus-error": "node",
-    "injected-hang": "hang", "stall": "hang", "collective-timeout": "hang", "never-joined": "hang", "hung": "hang",
+    "injected-kill": "node", "node-failure": "node", "oom-killed": "node", "bus-error": "node",
+    "injected-hang": "hang", "time-limit": "hang", "stall": "hang", "collective-timeout": "hang",
+    "never-joined": "hang", "hung": "hang",
     "python-exception": "user", "cuda-oom": "user", "duplicate-gpu": "user", "address-in-use": "user",
     "fabric-check": "user", "nccl-ib-disabled": "user", "collective-mismatch": "user", "left-early": "user",
     "rank-not-set": "user", "ddp-model-mismatch": "user", "ddp-unused-parameters": "user",
@@ -117,7 +119,7 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
         return done
     first, number = record, 1
     while record.status == FAILED:
-        signature, line, scope = failure_of(done.backend, record)
+        signature, line, scope, node = diagnosed_failure(done.backend, record)
         retry, why = policy.decide(signature, scope)
         print(f"attempt {number} ({record.name}) failed: {line}", file=err)
         print(why, file=err)
@@ -127,7 +129,9 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
             print(f"{CANCELED_LINE}: no attempt after {record.name} starts", file=err)
             return replace(done, record=replace(record, status=CANCELED, stopped_by=CANCELED_BY))
         number += 1
-        extra = done.backend.retry_options(record, signature, scope)
+        # the node a preemption or node fault struck: the backend may keep the next attempt off it
+        struck = node if cause_class(signature, scope) in SHARED else None
+        extra = done.backend.retry_options(record, signature, scope, node=struck)
         done = submit(source, err=err, **{**kwargs, **extra, "name": attempt_name(first.name, number), "inject": (),
                                           "attempt_of": first.name, "attempt": number, "checkpoint_dir": shared})
         record = done.backend.wait_for_end(done.record)
@@ -138,15 +142,21 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
 
 def failure_of(backend, record) -> tuple[str | None, str, str | None]:
     """The diagnosed signature of a failed run, one line for it, and the signature's scope."""
+    return diagnosed_failure(backend, record)[:3]
+
+
+def diagnosed_failure(backend, record) -> tuple[str | None, str, str | None, int | None]:
+    """:func:`failure_of` and the node the diagnosis names (the failing rank's; None when it names none)."""
     from amldist.diagnosis.backend import diagnose_job
 
     d = diagnose_job(backend, record.name)
+    node = d.rank.node if d.rank is not None else None
     if d.finding is None:
         said = d.rank.label + " failed for a reason not named" if d.rank is not None else "no cause found"
-        return None, said, None
+        return None, said, None, node
     where = f"{d.rank.label}: " if d.rank is not None else ""
     line = f"{where}{d.finding.signature}: {d.finding.line}"[:300]
-    return d.finding.signature, line, getattr(d.finding, "scope", None)
+    return d.finding.signature, line, getattr(d.finding, "scope", None), node
 
 
 def attempts_of(backend, record) -> list:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import re
 
+from amldist.diagnosis.drill import ENDED_BY
 from amldist.diagnosis.signatures import Finding
 
 # The platform's own words for a node taken away, and nothing broader: Azure ML's run error can quote the end of a
 # user's traceback, whose text may say "preempted" about anything.
 PREEMPTED = re.compile(r"\bPreemptionError\b|Nodes of this job got pre-?empted")
-PREEMPTED_HINT = ("the platform preempted the job's node (a low-priority or spot VM): not your code; save "
-                  "checkpoints (amldist.runtime.checkpoint) and submit with --retry N to resume")
+# what to do is the drill's and Slurm's advice for a preemption, said once (amldist.diagnosis.drill.ENDED_BY)
+PREEMPTED_HINT = "the platform preempted the job's node (a low-priority or spot VM): not your code; " + \
+    ENDED_BY["preempted"][2]
 
 
 def service_cause(found, result):

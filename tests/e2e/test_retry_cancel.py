@@ -122,13 +122,13 @@ def test_a_cancel_while_the_loop_diagnoses_the_failed_attempt_starts_no_next_att
     from amldist.diagnosis import retry
 
     seen: list = []
-    diagnose = retry.failure_of
+    diagnose = retry.diagnosed_failure
 
     def cancel_then_diagnose(backend, record):  # the gap made observable: the cancel lands during the diagnosis
         cancel_from_another_terminal(here, seen)
         return diagnose(backend, record)
 
-    monkeypatch.setattr(retry, "failure_of", cancel_then_diagnose)
+    monkeypatch.setattr(retry, "diagnosed_failure", cancel_then_diagnose)
     code, _out, err = cli("submit", str(sleeping_job(here)), "--local", "--name", "r", "--inject",
                           "kill:rank=0,after=1", "--retry", "2")
     assert seen[0].returncode == 0, seen[0].stderr
@@ -149,9 +149,9 @@ def test_a_cancel_after_the_loop_decided_to_retry_stops_the_attempt_before_it_st
     seen: list = []
     options = LocalBackend.retry_options
 
-    def cancel_then_options(self, record, signature, scope):  # after the loop's own check, before attempt 2 runs
+    def cancel_then_options(self, record, signature, scope, **more):  # after the loop's check, before attempt 2
         cancel_from_another_terminal(here, seen)
-        return options(self, record, signature, scope)
+        return options(self, record, signature, scope, **more)
 
     monkeypatch.setattr(LocalBackend, "retry_options", cancel_then_options)
     code, _out, err = cli("submit", str(sleeping_job(here)), "--local", "--name", "r", "--inject",

@@ -12,13 +12,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import signal
 import sys
 import time
 
 from amldist.backends.base import (TERMINAL, Backend, Flag, JobRecord, ProcessLog, RunLogs, ended_record,
-                                   first_failed_step)
-from amldist.backends.slurm import commands, pipeline, records, script
+                                   first_failed_step, signal_name)
+from amldist.backends.slurm import attempts, commands, pipeline, records, script
 from amldist.backends.slurm.pipeline import SlurmPipelinePlan
 from amldist.backends.slurm.plan import DEFAULT_RUN_ROOT, SlurmJobPlan, SlurmOptions, plan
 from amldist.backends.slurm.submission import submit_job
@@ -26,6 +28,7 @@ from amldist.runtime.evidence import EVIDENCE_FOLDER
 from amldist.engine.download import check_destination, copy_as_data
 from amldist.engine.log_stream import LogFollower
 from amldist.errors import UserError
+from amldist.rules.counts import count_option
 
 POLL_SECONDS = 0.5
 
@@ -43,6 +46,15 @@ class SlurmBackend(Backend):
              {"metavar": "LIMIT", "type": script.time_option}),
         Flag(("--python",), "python", "the python every task runs (default: the one amldist runs in)",
              {"metavar": "PATH"}),
+        # shared with the local backend (the same names): the drill acted out by each task's script, on its node
+        Flag(("--inject",), "inject", "rehearse a failure (repeatable): preempt:node=N,after=S[,grace=S], "
+             "kill:rank=R,after=S, hang:rank=R,after=S, slow:rank=R,factor=F[,after=S]",
+             {"metavar": "FAULT", "action": "append"}),
+        Flag(("--retry",), "retry", "resubmit a run that failed for a cause other than its code (preemption, node "
+             "fault) up to N times, keeping a failed node off where the cluster has another; the attempts share "
+             "AMLDIST_CHECKPOINT_DIR", {"metavar": "N", "type": count_option("retry")}),
+        Flag(("--retry-on",), "retry_on", "cause classes to retry, each with its own budget of N: preemption,node "
+             "(default), hang, other; a failure of the code is never retried", {"metavar": "CAUSES"}),
     )
 
     def __init__(self, *, run_root: str | None = None):
@@ -52,6 +64,9 @@ class SlurmBackend(Backend):
         return plan(prepared, options)
 
     def plan_pipeline(self, prepared, options: SlurmOptions) -> SlurmPipelinePlan:
+        if options.inject or options.retry is not None:
+            raise UserError(f"{prepared.source}: --inject and --retry drill and retry a job on Slurm, not a "
+                            "pipeline's steps", hint="submit the step's job on its own with them")
         return pipeline.plan_pipeline(prepared, options)
 
     def run_job(self, p: SlurmJobPlan) -> JobRecord:
@@ -67,7 +82,12 @@ class SlurmBackend(Backend):
         return self._submitted(p)
 
     def _submitted(self, p: SlurmJobPlan | SlurmPipelinePlan) -> JobRecord:
-        record = self.logs(p.name, follow=True) if p.stream else self.record(p.run_dir)
+        if p.stream and getattr(p, "retried", False):  # --retry: a stop while following cancels the attempt
+            record = self._stoppable(p.name, p.run_dir, lambda: self.logs(p.name, follow=True))
+            if record.stopped_by in ("SIGINT", "SIGTERM", "SIGHUP"):
+                return record
+        else:
+            record = self.logs(p.name, follow=True) if p.stream else self.record(p.run_dir)
         print(end_line(record, streamed=p.stream), file=sys.stderr)  # a run ends with its status, as --local does
         return record
 
@@ -173,7 +193,68 @@ class SlurmBackend(Backend):
                       for i, r in enumerate(job.ranks))
         return RunLogs(name, run.status, self.name, ranks=ranks, spec_file=os.path.join(run_dir, "job.yml"),
                        step=step.name if step else None,
-                       evidence_dir=os.path.join(run_dir, "user_logs", EVIDENCE_FOLDER))
+                       evidence_dir=os.path.join(run_dir, "user_logs", EVIDENCE_FOLDER),
+                       faults=tuple(job.details.get("faults") or ()), ended_by=job.details.get("ended_by"))
+
+    # --- retries (amldist.diagnosis.retry) -------------------------------------------------------
+    def wait_for_end(self, record: JobRecord) -> JobRecord:
+        """``record`` once its job has left Slurm's queue (polled). Ctrl-C or SIGTERM meanwhile cancels the job
+        (``scancel``, waiting until no task is left) and returns it Canceled by that signal, which ends the
+        retries."""
+        if record.ended:
+            return record
+        run_dir = record.details["run_dir"]
+
+        def polled() -> JobRecord:
+            found = record
+            while not found.ended:
+                time.sleep(POLL_SECONDS)
+                found = self.record(run_dir)
+            return found
+
+        ended = self._stoppable(record.name, run_dir, polled)
+        if ended.stopped_by not in ("SIGINT", "SIGTERM", "SIGHUP"):
+            print(end_line(ended), file=sys.stderr)
+        return ended
+
+    def _stoppable(self, name: str, run_dir: str, until_end) -> JobRecord:
+        """``until_end()`` (the job's record once it has ended); Ctrl-C, SIGTERM or SIGHUP meanwhile cancels the job
+        and returns its record Canceled by that signal, with one line saying no further attempt follows."""
+        try:
+            with pipeline.signals_raise():
+                return until_end()
+        except (KeyboardInterrupt, pipeline.Stopped) as exc:
+            signum = exc.signum if isinstance(exc, pipeline.Stopped) else signal.SIGINT
+            self.cancel(name)
+            record = dataclasses.replace(self.record(run_dir), stopped_by=signal_name(signum))
+            print(f"job {record.name}: {record.status}: stopped by {record.stopped_by}; no further attempt",
+                  file=sys.stderr)
+            return record
+
+    def checkpoint_dir_of(self, record: JobRecord) -> str | None:
+        """The attempts of a retried Slurm run share ``checkpoints/`` in the first attempt's run folder (on the
+        filesystem every node sees)."""
+        run_dir = record.details.get("run_dir")
+        return os.path.join(run_dir, "checkpoints") if run_dir else None
+
+    def retry_options(self, record: JobRecord, signature: str | None, scope: str | None,
+                      node: int | None = None) -> dict:
+        """The next attempt keeps off the hosts this one was kept off, and the host of ``node`` (the node a
+        preemption or node fault was diagnosed on) when the partition has enough other nodes for the job
+        (:func:`amldist.backends.slurm.attempts.next_exclude`; one line either way)."""
+        meta = records.job_meta(record.details["run_dir"])
+        if record.details.get("ended_by") in ("node-failure", "preempted"):
+            # Slurm preempted the whole job (no node at fault), or marked a node down, which it then runs nothing on
+            node = None
+        names = attempts.hosts(meta.run_dir)
+        host = names[node] if node is not None and 0 <= node < len(names) else None
+        needed = 1 + max((task[2] for task in meta.tasks), default=0)
+        where = f"partition {meta.partition}" if meta.partition else "the cluster"
+        exclude, line = attempts.next_exclude(meta.exclude, host, commands.usable_nodes(meta.partition) if host
+                                              else [], needed, where)
+        if line:
+            print(line, file=sys.stderr)
+        return {"exclude": exclude} if exclude else {}
 
     def download(self, name: str, destination: str, *, output_name: str | None = None,
                  all_outputs: bool = False, step: str | None = None) -> list[str]:

@@ -191,3 +191,18 @@ def environment(base: dict, added: dict) -> dict:
     carried = {f"{CARRIED}{k}": v for k, v in added.items()}
     return {**{k: v for k, v in base.items() if not k.startswith(CARRIED)}, **carried, **kept}
 
+
+UNUSABLE = ("down", "drain", "fail", "maint", "futr", "inval", "unk")  # sinfo's states of nodes that run nothing
+
+
+def usable_nodes(partition: str | None) -> list[str]:
+    """The names of the nodes of ``partition`` (all the cluster's when None) that can run a job now (not down,
+    drained, failed...), from ``sinfo``; [] when sinfo does not answer."""
+    args = ["-h", "-N", "-o", "%N %t"] + ([f"--partition={partition}"] if partition else [])
+    done = call("sinfo", *args, check=False)
+    found: list[str] = []
+    for line in done.stdout.splitlines() if done.returncode == 0 else ():
+        name, _, state = line.strip().partition(" ")
+        if name and name not in found and not state.lower().startswith(UNUSABLE):
+            found.append(name)
+    return found

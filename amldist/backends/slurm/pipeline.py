@@ -98,7 +98,7 @@ def run_pipeline(pp: SlurmPipelinePlan) -> dict:
     _record(pp, ids)
     step = pp.steps[0]
     try:
-        with _signals_raise():
+        with signals_raise():
             for step in pp.steps:
                 ids[step.name] = submit_job(step.plan, tuple(ids[n] for n in step.needs))["job_id"]
                 _record(pp, ids)
@@ -108,8 +108,8 @@ def run_pipeline(pp: SlurmPipelinePlan) -> dict:
                 withdraw(queued.plan.run_dir, ids[queued.name])
         if isinstance(exc, UserError):
             raise UserError(f"step {step.name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
-        if isinstance(exc, (_Stopped, KeyboardInterrupt)):
-            signum = exc.signum if isinstance(exc, _Stopped) else signal.SIGINT
+        if isinstance(exc, (Stopped, KeyboardInterrupt)):
+            signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
             raise UserError(f"pipeline {pp.name}: stopped by {signal.Signals(signum).name} while its steps were "
                             "submitted; the steps already queued are canceled",
                             hint=f"'amldist job show {pp.name}' shows them", exit_code=128 + signum) from None
@@ -127,7 +127,7 @@ def _record(pp: SlurmPipelinePlan, ids: dict) -> dict:
     return meta
 
 
-class _Stopped(BaseException):
+class Stopped(BaseException):
     """SIGTERM (or SIGHUP) while the steps are submitted: unwinds like Ctrl-C, so the queued steps are canceled."""
 
     def __init__(self, signum: int):
@@ -136,7 +136,7 @@ class _Stopped(BaseException):
 
 
 @contextlib.contextmanager
-def _signals_raise():
+def signals_raise():
     """SIGTERM and SIGHUP raise while the steps are submitted (Ctrl-C raises KeyboardInterrupt already);
     only in the main thread, where Python can handle signals."""
     if threading.current_thread() is not threading.main_thread():
@@ -144,7 +144,7 @@ def _signals_raise():
         return
 
     def stop(signum, frame):
-        raise _Stopped(signum)
+        raise Stopped(signum)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:

@@ -24,7 +24,7 @@ from amldist.engine.job_values import job_command
 from amldist.backends.slurm import commands, script
 from amldist.errors import UserError
 from amldist.rules.process_counts import takes_process_count
-from amldist.rules import counts, vm_sizes
+from amldist.rules import counts, faults, vm_sizes
 from amldist.rules.runtime_bundle import has_own_amldist
 from amldist.rules.secrets import mask_env, mask_text, mask_tree
 
@@ -41,6 +41,11 @@ class SlurmOptions(Options):
     exclude: str | None = None  # sbatch --exclude: nodes a retry keeps off (the node a fault was diagnosed on)
     checkpoint_dir: str | None = None  # AMLDIST_CHECKPOINT_DIR for every task (a retry's attempts share it)
     checkpoints: bool = False  # AMLDIST_CHECKPOINT_DIR = <run folder>/checkpoints unless checkpoint_dir is given
+    inject: tuple = ()  # --inject FAULT...: the fault drill (amldist.rules.faults), acted out by each task's script
+    retry: int | None = None  # --retry N: read by the retry loop (amldist.diagnosis.retry), not by plan()
+    retry_on: str | None = None  # --retry-on CAUSES: the same
+    attempt_of: str | None = None  # a retry: the first attempt's job name (amldist.diagnosis.retry)
+    attempt: int = 1  # which attempt this run is
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,10 @@ class SlurmJobPlan(Plan):
     notes: tuple[str, ...] = ()
     tasks: tuple[tuple[str, str, int], ...] = ()  # (label, log file name, node) of each task, by task id
     includes: tuple = ()  # a component's additional_includes, copied into code/ as the local backend does
+    faults: tuple = ()  # --inject: the drill's faults (amldist.rules.faults.Fault), acted out in the task script
+    attempt: Mapping[str, object] | None = None  # a retry's {"number": k, "of": first attempt's name}
+    exclude: str | None = None  # the nodes kept off (sbatch --exclude), recorded so the next retry adds to them
+    retried: bool = False  # --retry: amldist owns the attempt's life, a stop while following it cancels it
 
     @property
     def name(self) -> str:
@@ -106,15 +115,19 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                                    partition=script.check_option("--partition", options.partition),
                                    account=script.check_option("--account", options.account),
                                    tasks=len(layout.slots) if tf else None,
-                                   exclude=script.check_option("--exclude", options.exclude))
+                                   exclude=script.check_option("--exclude", options.exclude),
+                                   warning=warning(options, limit))
     mpirun = find_mpirun(base) if launch == "mpi" else None
     add_runtime = not (code_source and has_own_amldist(code_source))
+    injected = faults.parse_faults(options.inject)
+    faults.check_targets(injected, nodes=nodes, ranks=[slot.rank for slot in layout.slots], where=file)
     text = script.batch_script(sbatch, name=name, kind=launch, run_dir=run_dir, command=filled.command, nodes=nodes,
                                tasks_per_node=per_node, python=python, mpirun=mpirun,
                                as_root=hasattr(os, "geteuid") and os.geteuid() == 0, workers=workers,
                                parameter_servers=len(layout.slots) - workers if tf else 0,
                                port=launchers.ray_port(job.distribution.extra or {}) if launch == "ray" else None,
-                               ray_node=BUNDLED_RAY_NODE if add_runtime else None)
+                               ray_node=BUNDLED_RAY_NODE if add_runtime else None, faults=injected,
+                               warned=warning(options, limit) is not None)
     notes = [] if add_runtime else ["the code folder has its own 'amldist': the runtime shim is not added (as on Azure)"]
     return SlurmJobPlan(name, run_dir, launch, nodes, per_node, sbatch, text, added,
                         tasks=tuple((slot.label, slot.log_name, slot.node) for slot in layout.slots),
@@ -122,7 +135,16 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                         code_source=code_source, add_runtime=add_runtime, outputs=filled.outputs,
                         job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir), python=python,
                         stream=options.stream, notes=tuple(notes),
-                        includes=tuple(getattr(prepared, "code_includes", ())))
+                        includes=tuple(getattr(prepared, "code_includes", ())), faults=injected,
+                        attempt={"number": options.attempt, "of": options.attempt_of} if options.attempt_of else None,
+                        exclude=options.exclude, retried=options.retry is not None)
+
+
+def warning(options: SlurmOptions, limit: str | None) -> int | None:
+    """Seconds before the time limit the batch script is warned (``--signal=B:TERM@S``): for a job with a time limit
+    submitted with ``--retry``, so its tasks can save a checkpoint the next attempt resumes from; else None."""
+    seconds = script.limit_seconds(limit)
+    return script.warning_seconds(seconds) if options.retry is not None and seconds else None
 
 
 # The Ray node module in the job's snapshot (task-script text: "$run" is the run folder), run when the runtime

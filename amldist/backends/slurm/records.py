@@ -27,14 +27,22 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from amldist.backends.base import CANCELED, COMPLETED, FAILED, TERMINAL, JobRecord, OutputRecord, RankRecord
-from amldist.backends.slurm import commands
+from amldist.backends.slurm import attempts, commands, script
 from amldist.engine import state_files
 from amldist.engine.state_files import StateFileError, TypedFields, read_small_text
+from amldist.errors import UserError
+from amldist.rules.faults import parse_fault
 
 META = "slurm.json"
 CANCEL_FILE = "cancel_requested"
+# Slurm's end states that say what ended the job when it was not its processes: the diagnosis's cause
+# (amldist.backends.base.RunLogs.ended_by) and a retry's class (preemption, node)
+ENDED_BY = {"PREEMPTED": "preempted", "NODE_FAIL": "node-failure", "BOOT_FAIL": "node-failure",
+            "TIMEOUT": "time-limit"}
+TIME_LIMIT_FILE = "time_limit"  # the batch script was warned before the time limit (script.warned_launch)
 STOPPED = (128 + 15, 128 + 9)  # how a task stopped by srun after another one failed exits
 MAX_META_BYTES = 4 * 1024 * 1024
+MAX_FAULTS = 64  # --inject is repeatable; more faults than this in one drill are not a drill amldist ran
 
 
 class SlurmStateError(StateFileError):
@@ -53,6 +61,10 @@ class JobMeta:
     job_id: str | None  # None: the submission was interrupted before sbatch answered
     tasks: tuple[tuple[str, str, int], ...]  # (label, log path inside user_logs, node) by task id
     outputs: tuple[tuple[str, str, str | None], ...]  # (name, path inside the run folder, type)
+    faults: tuple[str, ...] = ()  # --inject: the drill's faults as written (re-parsed: only ones amldist injects)
+    attempt: dict | None = None  # a retry: {"number": k, "of": the first attempt's name}
+    exclude: str | None = None  # the nodes this attempt was kept off (sbatch --exclude)
+    partition: str | None = None  # --partition, when given (where a retry looks for another node)
     kind = "job"
 
     @property
@@ -118,7 +130,38 @@ def _job_meta(fields: TypedFields, data: dict) -> JobMeta:
             raise fields.error(f"has outputs.{name} that is not [path, type]")
         outputs.append((name, fields.inside(entry[0], f"outputs.{name}"), entry[1]))
     return JobMeta(fields.run_dir, fields.get(data, "name", (str,), "", required=True), _job_id(fields, data, ""),
-                   tuple(typed_tasks), tuple(outputs))
+                   tuple(typed_tasks), tuple(outputs), faults=_faults(fields, data), attempt=_attempt(fields, data),
+                   exclude=_option_word(fields, data, "exclude"), partition=_option_word(fields, data, "partition"))
+
+
+def _faults(fields: TypedFields, data: dict) -> tuple[str, ...]:
+    """The drill's faults, each a text amldist could have injected (parsed again), at most MAX_FAULTS."""
+    texts = []
+    for i, entry in enumerate(fields.items(data, "faults", list)[:MAX_FAULTS]):
+        text = fields.get(entry, "text", (str,), f"faults[{i}].", required=True)
+        try:
+            parse_fault(text)
+        except UserError:
+            raise fields.error(f"has faults[{i}].text that is not a fault amldist injects") from None
+        texts.append(text)
+    return tuple(texts)
+
+
+def _attempt(fields: TypedFields, data: dict) -> dict | None:
+    entry = fields.get(data, "attempt", (dict,), "")
+    if entry is None:
+        return None
+    number = fields.get(entry, "number", (int,), "attempt.", required=True)
+    first = fields.get(entry, "of", (str,), "attempt.", required=True)
+    return {"number": number, "of": fields.name(first, "attempt.of")}
+
+
+def _option_word(fields: TypedFields, data: dict, key: str) -> str | None:
+    """An sbatch option's value as amldist wrote it: one word (script.check_option's), else the file is not ours."""
+    value = fields.get(data, key, (str,), "")
+    if value is not None and not script.OPTION_VALUE.match(value):
+        raise fields.error(f"has {key} {value[:40]!r}, not one sbatch word")
+    return value
 
 
 def _pipeline_meta(fields: TypedFields, data: dict) -> PipelineMeta:
@@ -177,40 +220,58 @@ def job_id_of(meta: JobMeta) -> str | None:
     return found[0] if found else None
 
 
-def status_of(meta: JobMeta) -> tuple[str, str | None, str | None]:
-    """(status, error, stopped_by) as the module docstring says."""
+def status_of(meta: JobMeta) -> tuple[str, str | None, str | None, str | None]:
+    """(status, error, stopped_by, Slurm's end state) as the module docstring says; the end state only when
+    Slurm was asked: the batch script never wrote the step's exit code, or every task that failed was stopped
+    from outside (143, 137: a preemption, a node failure, a cancel), or srun said 0 while a task did not."""
     state = os.path.join(meta.run_dir, "state")
     job_id = job_id_of(meta)
     queued = commands.queue_state(job_id, meta.marker) if job_id else None
     if queued is not None and queued != "CG":
-        return commands.QUEUE_STATES.get(queued, "Running"), None, None
+        return commands.QUEUE_STATES.get(queued, "Running"), None, None, None
     code = read_small_text(os.path.join(state, "exit_code"))
     canceled = cancel_requested(meta.run_dir)
+    exits = rank_exits(meta)
     if code is not None and not canceled:
-        return (COMPLETED, None, None) if code == "0" else (FAILED, failure(meta, code), None)
+        if code == "0" and len(exits) == len(meta.tasks) and not any(exits.values()):
+            return COMPLETED, None, None, None
+        if code != "0" and any(c not in STOPPED for c in exits.values() if c != 0):
+            return FAILED, failure(meta, code), None, None  # a task failed on its own: the job's own failure
     if queued == "CG":
-        return "Finalizing", None, None
+        return "Finalizing", None, None, None
     final = commands.final_state(job_id, meta.marker, meta.name) if job_id else None
     if canceled:
-        return CANCELED, None, "amldist job cancel"
-    if final in commands.FINAL_STATES:
+        return CANCELED, None, "amldist job cancel", final
+    if final in commands.FINAL_STATES and (code is None or final not in ("COMPLETED", "FAILED")):
         status, why = commands.FINAL_STATES[final]
         if status == CANCELED:
-            return CANCELED, "the Slurm job was canceled (scancel)", "scancel"
-        return status, why or failure(meta, None), None
+            return CANCELED, "the Slurm job was canceled (scancel)", "scancel", final
+        return status, why or failure(meta, None), None, final
+    if code is not None:
+        return FAILED, failure(meta, code), None, final
     if job_id is None:
-        return FAILED, "the submission was interrupted before sbatch gave a job id", None
-    return FAILED, f"Slurm job {job_id} ended without a result (canceled or its node failed)", None
+        return FAILED, "the submission was interrupted before sbatch gave a job id", None, None
+    return FAILED, f"Slurm job {job_id} ended without a result (canceled or its node failed)", None, None
 
 
 def failure(meta: JobMeta, step_code: str | None) -> str:
-    """Which rank failed, with its exit code and log: the first by rank that exited non-zero on its own,
-    before those that the step's end stopped (SIGTERM, SIGKILL: 143, 137)."""
+    """The fault drill's first fault that fired, when one did (the drill, not the script, ended the run); else
+    which rank failed, with its exit code and log: the first by rank that exited non-zero on its own, before
+    those that the step's end stopped (SIGTERM, SIGKILL: 143, 137)."""
+    fired = [f for f in attempts.fired_faults(meta) if f["fired_at"] is not None]
+    if fired:
+        first = min(fired, key=lambda f: f["fired_at"])
+        return (f"the fault drill's --inject {first['text']} struck {', '.join(first['processes'])} "
+                f"{first['seconds']:.1f} s after it started")
+    if warned(meta):
+        return "the job's time limit was near: Slurm's warning (sbatch --signal) stopped its tasks with SIGTERM"
     bad = sorted(((c in STOPPED, r), c) for r, c in rank_exits(meta).items() if c != 0)
     if bad:
         (_, rank), code = bad[0]
         return (f"{meta.tasks[rank][0]} of job {meta.name} exited with code {code}; see its log in "
                 f"{meta.run_dir}/user_logs")
+    if step_code == "0":  # the step said 0, yet a task never wrote its exit code
+        return "a task ended without an exit code (killed with its node, or from outside)"
     return f"the job step exited with code {step_code[:20]}" if step_code else "the job failed"
 
 
@@ -235,7 +296,7 @@ def job_meta(run_dir: str) -> JobMeta:
 def record(run_dir: str, *, meta: JobMeta | None = None) -> JobRecord:
     """The record of the Slurm run in ``run_dir``; SlurmStateError when it is not one."""
     meta = meta or job_meta(run_dir)
-    status, error, stopped_by = status_of(meta)
+    status, error, stopped_by, final = status_of(meta)
     exits = rank_exits(meta)
     ranks = tuple(RankRecord(label=label, rank=i if label.startswith("rank") else None, node=node,
                              exit_code=exits.get(i), log=log)
@@ -248,7 +309,16 @@ def record(run_dir: str, *, meta: JobMeta | None = None) -> JobRecord:
                      duration_seconds=seconds_between(start, end),
                      ranks=ranks, outputs=outputs, error=error, stopped_by=stopped_by,
                      details={"run_dir": meta.run_dir, "slurm_job_id": meta.job_id,
-                              "logs": os.path.join(meta.run_dir, "user_logs")})
+                              "logs": os.path.join(meta.run_dir, "user_logs"),
+                              "faults": attempts.fired_faults(meta), "attempt": meta.attempt,
+                              "exclude": meta.exclude,
+                              "ended_by": ENDED_BY.get(final or "") or (
+                                  "time-limit" if status == FAILED and warned(meta) else None)})
+
+
+def warned(meta: JobMeta) -> bool:
+    """Whether Slurm warned the batch script that the time limit was near (``state/time_limit``)."""
+    return read_small_text(os.path.join(meta.run_dir, "state", TIME_LIMIT_FILE), 64) is not None
 
 
 def _time_text(path: str) -> str | None:

@@ -88,9 +88,33 @@ def time_limit(seconds: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:00"
 
 
+_PARTS = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", re.ASCII)
+
+
+def limit_seconds(text: str | None) -> int | None:
+    """A ``--time`` value in seconds (sbatch's formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S); None for none or
+    ``unlimited``."""
+    match = _PARTS.fullmatch((text or "").strip())
+    if not match:
+        return None
+    days, first, second, third = (int(g) if g else None for g in match.groups())
+    if days is not None:  # D-H[:M[:S]]
+        return ((days * 24 + first) * 60 + (second or 0)) * 60 + (third or 0)
+    if third is not None:  # H:M:S
+        return (first * 60 + second) * 60 + third
+    return first * 60 + (second or 0)  # M or M:S
+
+
+def warning_seconds(limit: int) -> int:
+    """How long before the time limit a retried job's batch script is told (``--signal=B:TERM@S``): a tenth of the
+    limit, at least 60 s (Slurm sends the signal up to a minute early: its resolution) and at most 10 minutes."""
+    return min(600, max(60, limit // 10))
+
+
 def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, gpus_per_node: int | None,
                    time: str | None, partition: str | None, account: str | None,
-                   tasks: int | None = None, exclude: str | None = None) -> tuple[str, ...]:
+                   tasks: int | None = None, exclude: str | None = None,
+                   warning: int | None = None) -> tuple[str, ...]:
     """The ``#SBATCH`` options, in the order they are written; ``tasks``: a total (tensorflow's tasks) in
     place of the tasks per node; ``marker``: the run's (``--comment``, how amldist knows its jobs).
 
@@ -98,7 +122,8 @@ def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, g
     ``<run>/code`` (the job's working folder) and gets the output file on its command line
     (:func:`command_line_options`). The values given by the user (``--time``, ``--partition``,
     ``--account``) are checked by :func:`check_option`; ``exclude``: nodes to keep the job off (``--exclude``,
-    a retry's after a node fault)."""
+    a retry's after a node fault); ``warning``: seconds before the time limit the batch script gets SIGTERM
+    (``--signal=B:TERM@S``), which it passes on to the tasks so they can save (:func:`batch_script`)."""
     per = f"--ntasks={tasks}" if tasks else f"--ntasks-per-node={tasks_per_node}"
     options = [f"--job-name={name}", f"--nodes={nodes}", per]
     if gpus_per_node:
@@ -107,6 +132,7 @@ def sbatch_options(name: str, marker: str, nodes: int, tasks_per_node: int, *, g
                                                        ("account", account), ("exclude", exclude)) if value]
     # --no-requeue: a job whose node fails ends Failed, as on Azure ML, instead of starting over in the same
     # run folder (Slurm's default requeues a batch job after a node failure)
+    options += [f"--signal=B:TERM@{warning}"] if warning else []
     options += [f"--comment={marker}", "--export=ALL", "--no-requeue"]
     return tuple(options)
 
@@ -187,11 +213,16 @@ def start_line(kind: str, command: str, python: str, ray_node: str | None) -> st
 
 
 def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 0, python: str = "python",
-                ray_node: str | None = None) -> str:
-    """What each task runs (``bash -c``): Azure ML's variables, its own log, the command, its exit code."""
+                ray_node: str | None = None, faults=(), tasks_per_node: int = 1) -> str:
+    """What each task runs (``bash -c``): Azure ML's variables, its own log, the command, its exit code;
+    with ``faults`` (``--inject``) the drill's watchers beside the command (:func:`drill_watchers`)."""
     rank = '"$OMPI_COMM_WORLD_RANK"' if kind == "mpi" else '"$SLURM_PROCID"'
+    # under mpirun a rank's node is its rank's block (--map-by ppr:N:node); else Slurm's node index
+    node = f'$((OMPI_COMM_WORLD_RANK / {tasks_per_node}))' if kind == "mpi" else '"$SLURM_NODEID"'
+    watchers, stop_watchers = drill_watchers(faults)
     return "\n".join([
         f'rank={rank} run="$AMLDIST_RUN_DIR"; unset AMLDIST_RUN_DIR',
+        *([f'node={node} start="$EPOCHREALTIME" drills=""'] if faults else []),
         f'exec >"$run"/user_logs/{log_name(kind, nodes, world, workers)} 2>&1',
         IMPORT_VARIABLES,
         # every rank's Flight Recorder dump and error file, next to its log, as a local run has them
@@ -202,13 +233,65 @@ def task_script(kind: str, command: str, nodes: int, world: int, workers: int = 
         # its own process group: what the command leaves behind goes with it, as with Azure ML's container
         start_line(kind, command, python, ray_node),
         'pid=$!',
+        *watchers,
         """trap 'kill -TERM -- -"$pid" 2>/dev/null' TERM INT""",
         'wait "$pid"; code=$?',
         'kill -0 "$pid" 2>/dev/null && { wait "$pid"; code=$?; }',
         'kill -KILL -- -"$pid" 2>/dev/null',
+        *stop_watchers,
         'echo "$code" > "$run"/state/rank_"$rank".exit',
         'exit "$code"',
     ])
+
+
+# What a drill's watcher does to the command's process group ("$1") once its time has come (``--inject``,
+# amldist.rules.faults), as the local backend's FaultDrill does to a process group: {grace} and {stopped}/{running}
+# are the fault's numbers.
+DRILL_ACTIONS = {
+    "preempt": 'kill -TERM -- -"$1"; sleep {grace}; kill -KILL -- -"$1" 2>/dev/null',
+    "kill": 'kill -KILL -- -"$1"',
+    "hang": 'kill -STOP -- -"$1"',
+    "slow": ('while kill -STOP -- -"$1" 2>/dev/null; do sleep {stopped}; kill -CONT -- -"$1" 2>/dev/null; '
+             'sleep {running}; done'),
+}
+
+
+def drill_watchers(faults) -> tuple[list[str], list[str]]:
+    """The task script's lines for ``--inject`` (see :mod:`amldist.rules.faults`): for each fault that strikes
+    this task (its node, or its rank), a watcher in a session of its own that sleeps until the fault's time,
+    writes ``state/fault_<i>_rank_<rank>`` (when it fired, when the task started: ``$EPOCHREALTIME``), then
+    signals the command's process group, on the node where it runs; and the lines that end the watchers once
+    the command has ended, so none outlives its task. Real signals to the real processes: what the drill
+    rehearses is what a preempted node or a killed process does to the job."""
+    watchers = []
+    for index, fault in enumerate(faults):
+        action = DRILL_ACTIONS[fault.kind].format(grace=f"{fault.grace:g}", stopped=_seconds(0.1 - 0.1 / fault.factor),
+                                                  running=_seconds(0.1 / fault.factor))
+        body = (f'sleep {fault.after:g}; kill -0 -- -"$1" 2>/dev/null || exit 0; '
+                f'echo "$EPOCHREALTIME $3" > "$2"; {action}')
+        who = "node" if fault.target_key == "node" else "rank"
+        fired = f'"$run"/state/fault_{index}_rank_"$rank"'
+        watchers.append(f'[ "${who}" = {fault.target} ] && {{ setsid bash -c {shlex.quote(body)} drill "$pid" '
+                        f'{fired} "$start" & drills="$drills $!"; }}')
+    stop = ['for d in $drills; do kill -KILL -- -"$d" 2>/dev/null; done'] if watchers else []
+    return watchers, stop
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def warned_launch(launch: str, state: str) -> tuple[str, ...]:
+    """The launch when Slurm warns the batch script before the time limit (``--signal=B:TERM@S``): the step runs
+    in the background so the script can act at once (bash runs a trap only between commands): it writes
+    ``state/time_limit`` (when; the record's and the diagnosis's ``time-limit``) and sends SIGTERM to every process
+    of the job's steps (``scancel --signal=TERM``: only a signal, the job goes on; a SIGTERM to ``srun`` would end
+    the step at once instead): a script with :class:`amldist.runtime.checkpoint.GraceHook` saves and stops."""
+    return (f"{launch} &",
+            "step=$!",
+            f"""trap 'date -u +%Y-%m-%dT%H:%M:%SZ > {state}/time_limit; scancel --signal=TERM "$SLURM_JOB_ID"' TERM""",
+            'wait "$step"; code=$?',
+            'while kill -0 "$step" 2>/dev/null; do wait "$step"; code=$?; done')
 
 
 # Writes state/tf_config: one TF_CONFIG per task (workers, then parameter servers), as Azure ML writes it,
@@ -249,26 +332,30 @@ def launch_line(kind: str, nodes: int, tasks_per_node: int, mpirun: str | None, 
 def batch_script(options: tuple[str, ...], *, name: str, kind: str, run_dir: str, command: str, nodes: int,
                  tasks_per_node: int, python: str, mpirun: str | None = None, as_root: bool = False,
                  workers: int = 0, parameter_servers: int = 0, port: int | None = None,
-                 ray_node: str | None = None) -> str:
+                 ray_node: str | None = None, faults=(), warned: bool = False) -> str:
     """The whole sbatch script (see the module docstring); ``port``: MASTER_PORT when the job names one
     (``distribution.port`` of a Ray job), else a port free on the first node; ``ray_node``: the Ray node
-    module's path as shell text (None: the installed one)."""
+    module's path as shell text (None: the installed one); ``faults``: the drill's (``--inject``); ``warned``:
+    the job asked for SIGTERM before its time limit (:func:`warned_launch`)."""
     picked = str(port) if port else f"$({shlex.quote(python)} -c {shlex.quote(PORT_PICKER)})"
     world = workers + parameter_servers if kind == "tensorflow" else nodes * tasks_per_node
     state = '"$AMLDIST_RUN_DIR"/state'
+    each_task = task_script(kind, command, nodes, world, workers, python, ray_node, faults, tasks_per_node)
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in options),
              f"# amldist: job {name}, {kind}, {nodes} node(s) x {tasks_per_node} task(s)",
              "set -u",
              f"export AMLDIST_RUN_DIR={shlex.quote(run_dir)}  # each task reads it, then drops it",
              f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/started",
-             'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+             # the allocation's hosts by node index (what a retry's --exclude names, amldist.backends.slurm.retry)
+             f'scontrol show hostnames "$SLURM_JOB_NODELIST" > {state}/nodes',
+             f'first=$(head -n 1 {state}/nodes)',
              r"""addr=$(scontrol show node "$first" -o | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p')""",
              'export MASTER_ADDR="${addr:-$first}"',
              f"export MASTER_PORT={picked}",
              *(tensorflow_cluster(python, workers, parameter_servers) if kind == "tensorflow" else ()),
-             f"task={shlex.quote(task_script(kind, command, nodes, world, workers, python, ray_node))}",
-             launch_line(kind, nodes, tasks_per_node, mpirun, as_root),
-             "code=$?",
+             f"task={shlex.quote(each_task)}",
+             *(warned_launch(launch_line(kind, nodes, tasks_per_node, mpirun, as_root), state) if warned else
+               (launch_line(kind, nodes, tasks_per_node, mpirun, as_root), "code=$?")),
              f"date -u +%Y-%m-%dT%H:%M:%SZ > {state}/ended",
              f'echo "$code" > {state}/exit_code.tmp && mv {state}/exit_code.tmp {state}/exit_code',
              'exit "$code"']

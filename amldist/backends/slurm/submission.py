@@ -37,7 +37,10 @@ def submit_job(p: SlurmJobPlan, after: tuple[str, ...] = ()) -> dict:
     meta = {"job_id": None, "name": p.job_name, "launch": p.launch, "nodes": p.nodes,
             "tasks_per_node": p.tasks_per_node, "outputs": outputs,
             "tasks": [[label, log, node] for label, log, node in p.tasks],
-            "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "faults": [f.to_json() for f in p.faults], "attempt": dict(p.attempt) if p.attempt else None,
+            "exclude": p.exclude, "partition": next((o.partition("=")[2] for o in p.sbatch_options
+                                                     if o.startswith("--partition=")), None)}
     records.write_meta(p.run_dir, meta)
     try:
         meta["job_id"] = commands.submit(os.path.join(p.run_dir, "job.sbatch"), env, extra,

@@ -7,13 +7,17 @@ import json
 import os
 import time
 
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from amldist.runtime import destroy, init_distributed
 from amldist.runtime.checkpoint import Checkpoints, GraceHook
+
+# First, before torch loads (seconds on a busy machine): a SIGTERM from here on is a request to save and stop,
+# never the end of the process before it could save.
+GRACE = GraceHook()
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+from amldist.runtime import destroy, init_distributed  # noqa: E402
 
 
 def batch(step: int, rank: int):
@@ -30,7 +34,7 @@ def main():
     parser.add_argument("--model-dir", default="outputs")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    grace = GraceHook()  # before anything slow: a SIGTERM from now on is a request to save and stop
+    grace = GRACE
     env = init_distributed(backend="gloo")
     torch.manual_seed(0)
     model = DistributedDataParallel(nn.Linear(8, 1))
