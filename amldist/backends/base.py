@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import os
 import signal
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Mapping, TypeVar
@@ -50,6 +51,8 @@ PROVISIONING, NOT_RESPONDING, PAUSED, UNKNOWN = "Provisioning", "NotResponding",
 STATUSES = (NOT_STARTED, STARTING, PROVISIONING, PREPARING, QUEUED, RUNNING, FINALIZING, CANCEL_REQUESTED,
             COMPLETED, FAILED, CANCELED, NOT_RESPONDING, PAUSED, UNKNOWN)
 TERMINAL = (COMPLETED, FAILED, CANCELED)
+# In the first attempt's run folder: `amldist job cancel` stopped the retries (Backend.cancel_retries)
+RETRIES_CANCELED_FILE = "retries_canceled"
 
 
 @dataclass(frozen=True)
@@ -427,6 +430,26 @@ class Backend(abc.ABC, Generic[O, P]):
         every job :meth:`list` gives. A backend that can ask its service for them alone does (Azure ML: by the
         jobs' properties), so ``job show`` does not read a whole workspace."""
         return self.list()
+
+    def cancel_retries(self, first: JobRecord) -> bool:
+        """Record that no further attempt of the run whose first attempt is ``first`` may start (``amldist job
+        cancel`` while ``--retry`` runs; the retry loop asks :meth:`retries_canceled` before each attempt). By
+        default a marker in the first attempt's run folder, where its record names one on this machine (local,
+        Slurm); False where there is none (the attempts running are canceled all the same)."""
+        run_dir = first.details.get("run_dir")
+        if not isinstance(run_dir, str) or not os.path.isdir(run_dir):
+            return False
+        from amldist.engine import state_files
+
+        state_files.create_marker(run_dir, RETRIES_CANCELED_FILE, "amldist job cancel\n")
+        return True
+
+    def retries_canceled(self, first: JobRecord) -> bool:
+        """Whether :meth:`cancel_retries` was asked for the run whose first attempt is ``first``."""
+        from amldist.engine import state_files
+
+        run_dir = first.details.get("run_dir")
+        return isinstance(run_dir, str) and state_files.marker_present(run_dir, RETRIES_CANCELED_FILE)
 
     def checkpoint_dir_of(self, record: JobRecord) -> str | None:
         """Where the attempts after ``record`` (the first) find its checkpoints; None when the backend keeps

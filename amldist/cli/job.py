@@ -187,10 +187,14 @@ def _logs(backend, args, name) -> int:
 
 
 def _cancel(backend, args, name) -> int:
-    record = backend.cancel(name, wait=not args.no_wait)
+    from amldist.diagnosis.retry import cancel_attempts  # an attempt of --retry: every attempt, and the retries
     from amldist.diagnostics import escape_text
 
-    print(f"job {escape_text(name)}: {record.status}" + (" (cancel requested)" if args.no_wait else ""))
+    records, stopped = cancel_attempts(backend, name, wait=not args.no_wait)
+    for record in records:
+        print(f"job {escape_text(record.name)}: {record.status}" + (" (cancel requested)" if args.no_wait else ""))
+    if stopped:
+        print(f"job {escape_text(name)}: its retries are canceled; no further attempt starts")
     return 0
 
 

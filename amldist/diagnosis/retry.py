@@ -19,6 +19,8 @@ named ``<first>-attempt<k>``, whose record says which run it retries (``attempt`
 share one checkpoint folder (``AMLDIST_CHECKPOINT_DIR``, under the first attempt's run folder), so a
 script using :mod:`amldist.runtime.checkpoint` resumes. The drill's faults apply to the first attempt
 only: a drill rehearses one failure and the recovery from it. The final status is the last attempt's.
+``amldist job cancel`` of any attempt, from another terminal, cancels the attempt running and stops the
+retries, also between two attempts (:func:`cancel_attempts`); the final status is then ``Canceled``.
 """
 
 from __future__ import annotations
@@ -90,6 +92,10 @@ class RetryPolicy:
                      f"{self.spent[pool]} of {self.budget})"
 
 
+CANCELED_BY = "amldist job cancel"
+CANCELED_LINE = "the retries were canceled by 'amldist job cancel'"
+
+
 def attempt_name(first: str, number: int) -> str:
     return first if number == 1 else f"{first}-attempt{number}"
 
@@ -100,7 +106,7 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     import sys
     from dataclasses import replace
 
-    from amldist.backends.base import FAILED
+    from amldist.backends.base import CANCELED, FAILED
     from amldist.backends.submit import submit
 
     err = err or sys.stderr
@@ -111,7 +117,7 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     shared = done.backend.checkpoint_dir_of(record)
     if shared is None:  # the contract: a backend with no shared checkpoint folder does not retry
         return done
-    first, number = record.name, 1
+    first, number = record, 1
     while record.status == FAILED:
         signature, line, scope, node = diagnosed_failure(done.backend, record)
         retry, why = policy.decide(signature, scope)
@@ -119,13 +125,18 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
         print(why, file=err)
         if not retry:
             break
+        if done.backend.retries_canceled(first):  # `amldist job cancel` came after this attempt ended
+            print(f"{CANCELED_LINE}: no attempt after {record.name} starts", file=err)
+            return replace(done, record=replace(record, status=CANCELED, stopped_by=CANCELED_BY))
         number += 1
         # the node a preemption or node fault struck: the backend may keep the next attempt off it
         struck = node if cause_class(signature, scope) in SHARED else None
         extra = done.backend.retry_options(record, signature, scope, node=struck)
-        done = submit(source, err=err, **{**kwargs, **extra, "name": attempt_name(first, number), "inject": (),
-                                          "attempt_of": first, "attempt": number, "checkpoint_dir": shared})
+        done = submit(source, err=err, **{**kwargs, **extra, "name": attempt_name(first.name, number), "inject": (),
+                                          "attempt_of": first.name, "attempt": number, "checkpoint_dir": shared})
         record = done.backend.wait_for_end(done.record)
+    if record.status == CANCELED and done.backend.retries_canceled(first):
+        print(f"{CANCELED_LINE}: {record.name} was stopped and no further attempt starts", file=err)
     return replace(done, record=record)
 
 
@@ -150,11 +161,36 @@ def diagnosed_failure(backend, record) -> tuple[str | None, str, str | None, int
 
 def attempts_of(backend, record) -> list:
     """Every attempt of the run ``record`` belongs to (first to last), or [] when it was never retried."""
-    first = (record.details.get("attempt") or {}).get("of") or record.name
+    found = _group(backend, (record.details.get("attempt") or {}).get("of") or record.name)
+    return found if len(found) > 1 else []
+
+
+def _group(backend, first: str) -> list:
     found = [r for r in backend.list_attempts(first)
              if r.name == first or (r.details.get("attempt") or {}).get("of") == first]
-    found.sort(key=lambda r: (r.details.get("attempt") or {}).get("number", 1))
-    return found if len(found) > 1 else []
+    return sorted(found, key=lambda r: (r.details.get("attempt") or {}).get("number", 1))
+
+
+def cancel_attempts(backend, name: str, *, wait: bool = True):
+    """``amldist job cancel NAME``: (the records of the attempts canceled, whether the retries were stopped).
+
+    A run without ``--retry``, or whose retries are over (its last attempt completed or was canceled), is canceled
+    alone. An attempt of a run under ``--retry`` (any attempt's name: its record names the first) stops the
+    retries first (:meth:`~amldist.backends.base.Backend.cancel_retries`, which the retry loop reads right before
+    it starts an attempt), and only then cancels every attempt still running. An attempt the loop started before
+    the stop was recorded is then either seen running here or reads the stop itself once it runs (locally: the
+    supervisor, right after status.json says it runs), and the loop starts none after it: a cancel in the gap
+    between two attempts ends the retries too."""
+    from amldist.backends.base import CANCELED, COMPLETED
+
+    record = backend.show(name)
+    first = (record.details.get("attempt") or {}).get("of")
+    group = _group(backend, first) if first else []
+    if not group or group[-1].status in (COMPLETED, CANCELED):  # no retries, or they are over: nothing to stop
+        return [backend.cancel(name, wait=wait)], False
+    stopped = backend.cancel_retries(record if first == record.name else backend.show(first))
+    running = [a for a in _group(backend, first) if not a.ended]
+    return [backend.cancel(a.name, wait=wait) for a in running] or [record], stopped
 
 
 def attempts_lines(backend, record) -> list[str]:
@@ -164,4 +200,6 @@ def attempts_lines(backend, record) -> list[str]:
     for number, attempt in enumerate(attempts, start=1):
         cause = f": {failure_of(backend, attempt)[1]}" if attempt.status == "Failed" else ""
         lines.append(f"  {number}. {attempt.name}: {attempt.status}{cause}")
+    if record.details.get("attempt") and backend.retries_canceled(attempts[0] if attempts else record):
+        lines.append(f"{CANCELED_LINE}: no further attempt started")
     return lines

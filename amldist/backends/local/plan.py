@@ -158,7 +158,7 @@ def plan(prepared: Prepared, options: SubmitOptions, *, environ=None, mpirun: st
                      notes=notes, warnings=warnings, includes=tuple(getattr(prepared, "code_includes", ())),
                      add_runtime=add_runtime, job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir),
                      grace_seconds=options.grace_seconds, stream=options.stream, status_line=options.status_line,
-                     python=python, faults=injected, attempt=attempt_of(options),
+                     python=python, faults=injected, attempt=attempt_of(options, name),
                      explain=getattr(options, "explain", None), ports=layout.ports)
 
 
@@ -173,9 +173,14 @@ def drill_faults(texts, layout: envs.Layout, processes, ranks, file: str) -> tup
     return found
 
 
-def attempt_of(options) -> dict | None:
+def attempt_of(options, name: str) -> dict | None:
+    """The run's place among the attempts of ``--retry``: a retry names the first attempt, and the first
+    attempt names itself (``checkpoints``: it runs under ``--retry``), so ``amldist job cancel`` of any
+    attempt knows the run is retried and stops the retries too; None for a run without ``--retry``."""
     first = getattr(options, "attempt_of", None)
-    return {"number": getattr(options, "attempt", 1), "of": first} if first else None
+    if first:
+        return {"number": getattr(options, "attempt", 1), "of": first}
+    return {"number": 1, "of": name} if getattr(options, "checkpoints", False) else None
 
 
 def ray_argv(python: str, slot: envs.Slot, command: list[str]) -> list[str]:

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 
+from amldist.backends.base import RETRIES_CANCELED_FILE
 from amldist.backends.local.fault_drill import FaultDrill
 from amldist.backends.local.plan import LocalPlan, with_ports
 from amldist.engine.launchers import free_ports
@@ -36,7 +37,8 @@ from amldist.backends.local.process_groups import (RUN_MARKER, TRACK_SECONDS, Su
                                                    die_with_parent, start_of, stop_adopted, stop_marked, stop_sessions)
 from amldist.backends.local.run_console import CopyProgress, end_lines
 from amldist.engine.run_folder import fill_job_and_code, new_run_folder, python_wrappers
-from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end
+from amldist.engine.state_files import marker_present
+from amldist.backends.local.run_state import CANCEL_FILE, RunState, record_end, request_cancel
 
 TAIL_LINES = 20
 POLL_SECONDS = 0.02
@@ -255,6 +257,9 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
     busy = _hold_port(p.busy_port)
     try:
         sup.state = RunState(p)
+        if retries_canceled(p):  # `amldist job cancel` came while this attempt was made: it starts nothing
+            request_cancel(p.run_dir)
+            sup.stop_signal = signal.SIGTERM
         sup.start()
         sup.state.started(sup.popens)
         outcome, failed = sup.watch()
@@ -274,6 +279,17 @@ def launch(p: LocalPlan, *, out=None, err=None) -> int:
         return _report(sup, outcome, failed, out, err, explained)
     except OSError:  # the terminal is gone (SIGHUP, `| head`): the run's own outcome still decides the code
         return 0 if outcome == "ok" else 128 + sup.stop_signal if sup.stop_signal else 1
+
+
+def retries_canceled(p: LocalPlan) -> bool:
+    """Whether ``amldist job cancel`` stopped the retries this attempt (a later one) belongs to: the marker in
+    the first attempt's run folder (:meth:`amldist.backends.base.Backend.cancel_retries`). Read once status.json
+    says this attempt runs, in this process: the retry loop read it before the attempt was made, so a cancel
+    that came since is seen here, and one that comes later finds the attempt running and stops it."""
+    first = (p.attempt or {}).get("of")
+    if not first or first == p.job_name:
+        return False
+    return marker_present(os.path.join(os.path.dirname(p.run_dir), first), RETRIES_CANCELED_FILE)
 
 
 def say(text: str, stream) -> None:
