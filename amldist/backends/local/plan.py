@@ -36,6 +36,7 @@ from amldist.engine.code_copy import ALWAYS_SKIPPED
 from amldist.engine.job_inputs import (MASKED_HEADER, code_folder, find_mpirun, job_name, rerunnable_yaml,
                                        resolve_inputs)
 from amldist.engine.job_values import job_command
+from amldist.engine.attempts import attempt_of
 from amldist.rules.fabric import size_variables
 from amldist.runtime.evidence import EVIDENCE_FOLDER, EVIDENCE_VAR
 from amldist.rules.runtime_bundle import has_own_amldist
@@ -171,16 +172,6 @@ def drill_faults(texts, layout: envs.Layout, processes, ranks, file: str) -> tup
                         "started by mpirun", hint="rehearse the fault with distribution type pytorch, or on Slurm")
     faults.check_targets(found, nodes=layout.nodes, ranks=[r.rank for r in ranks], where=file)
     return found
-
-
-def attempt_of(options, name: str) -> dict | None:
-    """The run's place among the attempts of ``--retry``: a retry names the first attempt, and the first
-    attempt names itself (``checkpoints``: it runs under ``--retry``), so ``amldist job cancel`` of any
-    attempt knows the run is retried and stops the retries too; None for a run without ``--retry``."""
-    first = getattr(options, "attempt_of", None)
-    if first:
-        return {"number": getattr(options, "attempt", 1), "of": first}
-    return {"number": 1, "of": name} if getattr(options, "checkpoints", False) else None
 
 
 def ray_argv(python: str, slot: envs.Slot, command: list[str]) -> list[str]:

