@@ -55,13 +55,18 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _skip_the_long_tier(items) -> None:
-    """The default run skips tests marked long, naming the default-tier test that covers the same behaviour."""
-    if long_tier():
-        return
-    for item in items:
-        marker = item.get_closest_marker("long")
-        if marker is not None:
-            covered = marker.kwargs.get("covered_by") or (marker.args[0] if marker.args else "")
+    """The default run skips tests marked long, and those tests/long_tier.py lists, naming the default-tier test
+    that covers the same behaviour (tests/test_long_tier.py checks that every entry of the table names a test)."""
+    from tests.long_tier import LONG, covered_by
+
+    if not long_tier():
+        for item in items:
+            marker = item.get_closest_marker("long")
+            listed = covered_by(item.nodeid)
+            if marker is None and listed is None:
+                continue
+            covered = listed if marker is None else (marker.kwargs.get("covered_by") or
+                                                     (marker.args[0] if marker.args else ""))
             item.add_marker(pytest.mark.skip(reason="the long tier: run with --long (or AMLDIST_LONG=1)"
                                              + (f"; the default run covers this with {covered}" if covered else "")))
 
