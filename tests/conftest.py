@@ -41,6 +41,7 @@ def long_tier() -> bool:
     return bool(os.environ.get("AMLDIST_LONG"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: the table's tests carry the long marker by then
 def pytest_collection_modifyitems(config, items):
     """The default run skips the benchmarks: they time things, and their own correctness checks
     (the workload each one measures is valid and the same on both sides) run unmarked."""
@@ -57,18 +58,19 @@ def pytest_collection_modifyitems(config, items):
 def _skip_the_long_tier(items) -> None:
     """The default run skips tests marked long, and those tests/long_tier.py lists, naming the default-tier test
     that covers the same behaviour (tests/test_long_tier.py checks that every entry of the table names a test)."""
-    from tests.long_tier import LONG, covered_by
+    from tests.long_tier import covered_by
 
-    if not long_tier():
-        for item in items:
-            marker = item.get_closest_marker("long")
-            listed = covered_by(item.nodeid)
-            if marker is None and listed is None:
-                continue
-            covered = listed if marker is None else (marker.kwargs.get("covered_by") or
-                                                     (marker.args[0] if marker.args else ""))
-            item.add_marker(pytest.mark.skip(reason="the long tier: run with --long (or AMLDIST_LONG=1)"
-                                             + (f"; the default run covers this with {covered}" if covered else "")))
+    for item in items:
+        marker = item.get_closest_marker("long")
+        listed = covered_by(item.nodeid)
+        if marker is None and listed is not None:  # `-m long` selects the table's tests too (.ci/run's second run)
+            item.add_marker(pytest.mark.long(covered_by=listed))
+        if long_tier() or (marker is None and listed is None):
+            continue
+        covered = listed if marker is None else (marker.kwargs.get("covered_by") or
+                                                 (marker.args[0] if marker.args else ""))
+        item.add_marker(pytest.mark.skip(reason="the long tier: run with --long (or AMLDIST_LONG=1)"
+                                         + (f"; the default run covers this with {covered}" if covered else "")))
 
 
 def _name_the_missing_corpus(items) -> None:

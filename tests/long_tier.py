@@ -55,6 +55,62 @@ LONG: dict[str, str] = {
     "test_the_sample_plans_two_trials_of_2_by_2_with_its_seed",
     "tests/e2e/test_job_cancel.py::test_cancel_from_another_terminal_leaves_no_process[mpi]":
     "its [pytorch] case and tests/e2e/test_local_signals.py::test_a_signal_to_amldist_stops_every_child[1-mpi-2]",
+    # --- the runtime: one world per launcher, one checkpoint and one watchdog case ---------------------------------
+    "tests/runtime/test_runtime_teardown.py::test_ddp_worlds_end_without_abort_under_load":
+        "every world test in tests/runtime/test_runtime_worlds.py (each ends through the same teardown), without the "
+        "busy CPUs",
+    "tests/runtime/test_runtime_worlds.py::test_four_ranks_with_azureml_pytorch_variables":
+        "tests/e2e/test_submit_cli.py::test_pytorch_ddp_sample_trains_on_2_nodes_x_2_processes (4 ranks under the "
+        "Azure ML pytorch variables the local backend sets) and tests/runtime/test_runtime_detect.py",
+    "tests/runtime/test_runtime_worlds.py::test_three_ranks_under_mpirun_with_azureml_one_node_variables":
+        "tests/e2e/test_submit_cli.py::test_mpi_sample and tests/e2e/test_local_mpi_world.py (ranks under mpirun "
+        "with the variables the local backend sets) and tests/runtime/test_runtime_detect.py",
+    "tests/runtime/test_runtime_checkpoint.py::test_sigterm_to_one_rank_saves_the_same_step_on_all_and_a_restart_"
+    "resumes_there[1]": "its [0] case (rank 0 saves) and test_the_latest_complete_checkpoint_is_found_and_partial_ones_"
+        "never_are",
+    "tests/runtime/test_runtime_check_watchdog.py::test_check_inside_a_2x2_local_job_prints_world_and_bandwidth":
+        "test_bus_bandwidth_is_nccl_tests_definition, test_on_cpu_there_is_nothing_to_compare_against and "
+        "test_a_world_of_one_has_no_bandwidth_to_measure (the check's arithmetic and verdicts)",
+    "tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[raise-1-0]":
+        "its [mismatch-3-0] case and tests/diagnosis/test_diagnose_local.py::test_a_rank_raising_on_rank_3_of_4_is_"
+        "named_with_its_exception_and_frame",
+    "tests/attack/test_hostile_state.py::test_wrong_shapes_are_one_line[2]":
+        "its [0] and [1] cases through every verb, and tests/backends/local/test_pipeline_jobs.py::test_a_hostile_"
+        "status_json_is_one_line_and_the_others_are_listed (the same typed reader, every shape)",
+    "tests/attack/test_hostile_state.py::test_wrong_shapes_are_one_line[3]":
+        "its [0] and [1] cases through every verb, and tests/backends/local/test_pipeline_jobs.py::test_a_hostile_"
+        "status_json_is_one_line_and_the_others_are_listed (the same typed reader, every shape)",
+    "tests/attack/test_hostile_state.py::test_wrong_shapes_are_one_line[4]":
+        "its [0] and [1] cases through every verb, and tests/backends/local/test_pipeline_jobs.py::test_a_hostile_"
+        "status_json_is_one_line_and_the_others_are_listed (the same typed reader, every shape)",
+    "tests/attack/test_hostile_state.py::test_wrong_shapes_are_one_line[5]":
+        "its [0] and [1] cases through every verb, and tests/backends/local/test_pipeline_jobs.py::test_a_hostile_"
+        "status_json_is_one_line_and_the_others_are_listed (the same typed reader, every shape)",
+    "tests/attack/test_hostile_state.py::test_wrong_shapes_are_one_line[6]":
+        "its [0] and [1] cases through every verb, and tests/backends/local/test_pipeline_jobs.py::test_a_hostile_"
+        "status_json_is_one_line_and_the_others_are_listed (the same typed reader, every shape)",
+    "tests/attack/test_hostile_state.py::test_wrong_shapes_are_one_line[7]":
+        "its [0] and [1] cases through every verb, and tests/backends/local/test_pipeline_jobs.py::test_a_hostile_"
+        "status_json_is_one_line_and_the_others_are_listed (the same typed reader, every shape)",
+    # --- diagnosis: a real failing 4-rank run per kind of evidence; each signature's lines are checked in-process ------
+    "tests/diagnosis/test_diagnose_local.py::test_a_rank_killed_by_sigkill_is_named_with_the_oom_hint":
+        "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
+        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+    "tests/diagnosis/test_diagnose_local.py::test_a_bus_error_points_at_shm_size":
+        "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
+        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+    "tests/diagnosis/test_diagnose_local.py::test_a_rank_leaving_while_the_others_wait_in_a_collective":
+        "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
+        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+    "tests/diagnosis/test_diagnose_local.py::test_a_port_conflict_names_rank_0_and_master_port":
+        "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
+        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+    "tests/diagnosis/test_diagnose_local.py::test_submit_ends_a_failed_local_run_with_its_diagnosis":
+        "tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose"
+        "[mismatch-3-0] (submit's error line is the diagnosis's)",
+    "tests/runtime/test_runtime_worlds.py::test_slurm_shaped_world_trains_ddp_to_identical_params":
+        "tests/runtime/test_runtime_detect.py and test_runtime_slurm_lists.py (Slurm's variables read) and tests/backends/"
+        "slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed",
     # --- attack: each hostile shape once by default, every variant in the long tier ------------------------------
     "tests/attack/test_escapes_and_names.py::test_job_names_with_newlines_or_escapes_are_refused_with_one_escaped_line":
     "its [abc\\n] case (every name goes through the same check: tests/rules/test_names.py)",

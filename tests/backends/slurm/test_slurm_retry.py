@@ -35,6 +35,9 @@ def processes_under(folder: Path) -> list[str]:
     return [line for line in out.splitlines() if str(folder) in line and "ps -eo" not in line]
 
 
+@pytest.mark.long(covered_by="test_a_killed_one_node_job_is_retried_off_its_node (the drill, a retry off the node and the "
+                  "attempts on the cluster) and, locally, test_fault_drill.py::test_retry_resubmits_a_preempted_run_and_"
+                  "links_the_attempts (resume from the shared checkpoint folder)")
 def test_a_ddp_run_preempted_on_node_1_resumes_from_its_checkpoint_in_a_second_attempt(on_cluster, cli, tmp_path):
     """The issue's drill on Slurm: 2 x 2 DDP (samples/drill), node 1 preempted mid-run, --retry 1.
 
@@ -87,8 +90,6 @@ def test_a_script_that_raises_is_not_retried_on_slurm(on_cluster, cli, tmp_path)
     assert queue_empty()
 
 
-@pytest.mark.long(covered_by="test_slurm_drill.py::test_a_retry_excludes_the_struck_node_only_when_another_can_run_"
-                  "the_job")
 def test_a_killed_one_node_job_is_retried_off_its_node(on_cluster, cli, tmp_path):
     job = worker_job(tmp_path, mode="ok", nodes=1, per_node=1)
     job.write_text(job.read_text().replace("command: python worker.py", "command: sleep 3; python worker.py"))
