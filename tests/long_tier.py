@@ -111,6 +111,19 @@ LONG: dict[str, str] = {
     "tests/runtime/test_runtime_worlds.py::test_slurm_shaped_world_trains_ddp_to_identical_params":
         "tests/runtime/test_runtime_detect.py and test_runtime_slurm_lists.py (Slurm's variables read) and tests/backends/"
         "slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed",
+    # --- second cut, for the 5-minute default tier (CI runs this tier too, after the default one) -------------------
+    "tests/e2e/test_local_ray.py::test_the_ray_sample_forms_a_two_node_cluster_and_leaves_no_process":
+        "tests/backends/local/test_ray_plan.py (one Ray node per emulated node, the command on the head only, the "
+        "distribution's fields); the real cluster's start and stop run in the long tier (Ray's own start takes most "
+        "of a minute here)",
+    "tests/diagnosis/test_diagnose_local.py::test_a_rank_raising_on_rank_3_of_4_is_named_with_its_exception_and_frame":
+        "tests/e2e/test_fault_drill.py::test_a_failure_of_the_code_is_never_retried (a raising rank diagnosed "
+        "python-exception) and tests/diagnosis/test_signature_lines.py",
+    "tests/runtime/test_runtime_check_watchdog.py::test_a_main_thread_holding_the_gil_still_gets_its_stack_written":
+        "test_a_rank_hanging_outside_any_collective_is_named_with_every_ranks_stack (the same watchdog writing every "
+        "rank's stack)",
+    "tests/cli/test_cli_habits.py::test_azure_ai_mls_logger_follows_the_flags_after_its_import":
+        "test_azure_ai_mls_notices_print_only_with_debug (azure-ai-ml's output follows amldist's flags)",
     # --- attack: each hostile shape once by default, every variant in the long tier ------------------------------
     "tests/attack/test_escapes_and_names.py::test_job_names_with_newlines_or_escapes_are_refused_with_one_escaped_line":
     "its [abc\\n] case (every name goes through the same check: tests/rules/test_names.py)",
