@@ -35,6 +35,21 @@ def processes_under(folder: Path) -> list[str]:
     return [line for line in out.splitlines() if str(folder) in line and "ps -eo" not in line]
 
 
+def write_a_job_that_hangs_only_the_first_time(tmp_path: Path) -> Path:
+    """job.yml whose first attempt sleeps (until the platform ends it) and whose next one ends at once; the mark
+    file says the first ran."""
+    mark = tmp_path / "first-attempt-ran"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
+        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+        type: command
+        code: src
+        command: if [ -e {mark} ]; then echo second; else touch {mark}; sleep 300; fi
+        environment: azureml:AzureML-sklearn-1.5@latest
+        """))
+    return mark
+
+
 @pytest.mark.long(covered_by="test_a_killed_one_node_job_is_retried_off_its_node (the drill, a retry off the node and the "
                   "attempts on the cluster) and, locally, test_fault_drill.py::test_retry_resubmits_a_preempted_run_and_"
                   "links_the_attempts (resume from the shared checkpoint folder)")
@@ -138,15 +153,7 @@ def test_stopping_amldist_during_a_retry_cancels_the_attempt_and_ends_the_retrie
 @pytest.mark.long(covered_by="test_slurm_drill.py::test_slurms_preempted_and_node_fail_are_the_cause_and_are_retried "
                   "and test_slurm_cluster.py::test_a_node_that_fails_fails_the_job_in_one_line")
 def test_a_real_node_failure_is_diagnosed_as_such_and_retried(on_cluster, cli, tmp_path):
-    mark = tmp_path / "first-attempt-ran"
-    (tmp_path / "src").mkdir()
-    (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
-        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
-        type: command
-        code: src
-        command: if [ -e {mark} ]; then echo second; else touch {mark}; sleep 300; fi
-        environment: azureml:AzureML-sklearn-1.5@latest
-        """))
+    mark = write_a_job_that_hangs_only_the_first_time(tmp_path)
     first = tmp_path / ".amldist" / "slurm" / "nf"
     downed = []
 
@@ -230,15 +237,7 @@ def test_a_job_slurm_really_preempts_is_diagnosed_as_preempted_and_retried(preem
                                                                            monkeypatch):
     monkeypatch.setenv("SLURM_CONF", str(preempting_cluster.conf))
     monkeypatch.chdir(tmp_path)
-    mark = tmp_path / "first-attempt-ran"
-    (tmp_path / "src").mkdir()
-    (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
-        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
-        type: command
-        code: src
-        command: if [ -e {mark} ]; then echo second; else touch {mark}; sleep 300; fi
-        environment: azureml:AzureML-sklearn-1.5@latest
-        """))
+    mark = write_a_job_that_hangs_only_the_first_time(tmp_path)
     import threading
 
     def preempt():  # a job of the higher partition that needs both nodes whole: Slurm preempts ours for it
