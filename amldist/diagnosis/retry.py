@@ -140,13 +140,9 @@ def submit_with_retries(source, policy: RetryPolicy, *, err=None, **kwargs):
     return replace(done, record=record)
 
 
-def failure_of(backend, record) -> tuple[str | None, str, str | None]:
-    """The diagnosed signature of a failed run, one line for it, and the signature's scope."""
-    return diagnosed_failure(backend, record)[:3]
-
-
 def diagnosed_failure(backend, record) -> tuple[str | None, str, str | None, int | None]:
-    """:func:`failure_of` and the node the diagnosis names (the failing rank's; None when it names none)."""
+    """(the diagnosed signature of a failed run, one line for it, the signature's scope, the node the diagnosis
+    names: the failing rank's, None when it names none)."""
     from amldist.diagnosis.backend import diagnose_job
 
     d = diagnose_job(backend, record.name)
@@ -198,7 +194,7 @@ def attempts_lines(backend, record) -> list[str]:
     attempts = attempts_of(backend, record)
     lines = ["attempts:"] if attempts else []
     for number, attempt in enumerate(attempts, start=1):
-        cause = f": {failure_of(backend, attempt)[1]}" if attempt.status == "Failed" else ""
+        cause = f": {diagnosed_failure(backend, attempt)[1]}" if attempt.status == "Failed" else ""
         lines.append(f"  {number}. {attempt.name}: {attempt.status}{cause}")
     if record.details.get("attempt") and backend.retries_canceled(attempts[0] if attempts else record):
         lines.append(f"{CANCELED_LINE}: no further attempt started")
