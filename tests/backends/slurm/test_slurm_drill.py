@@ -41,8 +41,8 @@ def run_task(tmp_path, faults: str, command: str, *, rank: int, node: int, timeo
 
 
 def processes_with(marker: str) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -ww -eo" not in line]
 
 
 def test_a_preempted_nodes_task_gets_sigterm_saves_and_its_watcher_records_when(tmp_path):

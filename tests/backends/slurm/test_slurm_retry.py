@@ -31,8 +31,8 @@ def meta(run: Path) -> dict:
 
 def processes_under(folder: Path) -> list[str]:
     """The processes whose command line names ``folder`` (the job's own: its run folder is in their arguments)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if str(folder) in line and "ps -eo" not in line]
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(folder) in line and "ps -ww -eo" not in line]
 
 
 def write_a_job_that_hangs_only_the_first_time(tmp_path: Path) -> Path:
