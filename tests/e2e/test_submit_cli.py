@@ -30,7 +30,10 @@ def run_folders(folder):
 
 
 def test_pytorch_ddp_sample_trains_on_2_nodes_x_2_processes(cli, here):
-    code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--local", "--input", "epochs=3")
+    # three epochs of two steps each (2048 samples, 4 ranks, batches of 256): enough for the loss to fall, while
+    # the 4 ranks share 2 cores here (each step waits for all of them)
+    code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--local", "--input", "epochs=3",
+                          "--input", "batch_size=256")
     (run,) = run_folders(here)
     logs = sorted(p.name for p in (run / "user_logs").iterdir())
     assert code == 0, err + "".join((run / "user_logs" / n).read_text() for n in logs)

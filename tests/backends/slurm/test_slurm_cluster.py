@@ -45,7 +45,10 @@ def queue_empty(timeout: float = 30) -> bool:
 
 
 def test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed(on_cluster, cli, tmp_path):
-    code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm", "-n", "ddp")
+    # two epochs of two steps: the training is the sample's, its length is not what this test is about (4 ranks
+    # share 2 cores here, and each step waits for all of them)
+    code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm", "-n", "ddp",
+                          "--input", "epochs=2", "--input", "batch_size=256")
     assert code == 0, err
     assert re.search(r"^job ddp: \w+ \(amldist job logs ddp --follow follows it", err, re.M), err  # its status
     record = wait_ended("ddp")
