@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,27 +16,22 @@ CORPUS_MISSING = (f"the conformance corpus (real Azure ML specs kept beside the 
                   f"is not at {CONFORMANCE}: set AMLDIST_CONFORMANCE to the folder that holds it")
 
 
-def _private_bytecode_cache() -> None:
-    """Give the processes the tests start (amldist's CLI, ranks, ``python -c`` helpers: about a thousand) one
-    bytecode cache. Where the environment forbids writing bytecode (``PYTHONDONTWRITEBYTECODE``, set on some
+def _bytecode_for_the_processes_the_tests_start() -> None:
+    """Let the processes the tests start (amldist's CLI, ranks, ``python -c`` helpers: about a thousand) cache
+    bytecode as Python does by default. Where the environment forbids it (``PYTHONDONTWRITEBYTECODE``, set on some
     CI machines), each of them would compile amldist's modules from source again: about 0.3 s of CPU, a third of a
-    CLI call. The cache is a private temporary folder (``PYTHONPYCACHEPREFIX``, never inside the checkout), removed
-    when the session ends; what the processes do is unchanged. ``AMLDIST_TEST_NO_PYCACHE=1`` keeps the
-    environment as it is."""
-    if os.environ.get("AMLDIST_TEST_NO_PYCACHE") or (
-            not os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX")):
-        return  # bytecode is cached beside the sources as usual
-    import atexit
-    import shutil
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix="amldist-tests-pycache-")  # 0700: no other user can plant bytecode in it
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    CLI call. The bytecode goes where Python puts it, ``__pycache__`` beside each source (git ignores it; code
+    snapshots and the runtime bundle leave it out). Not a private ``PYTHONPYCACHEPREFIX``: that redirects every
+    package's bytecode, so the session's first ranks each compiled torch from source again (4 ranks: 50 s of CPU
+    more than the 2 x 2 sample's whole run), and the installed packages' own bytecode went unused.
+    ``AMLDIST_TEST_NO_PYCACHE=1`` keeps the environment as it is."""
+    if os.environ.get("AMLDIST_TEST_NO_PYCACHE"):
+        return
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    sys.dont_write_bytecode = False  # this process too: what it imports, and pytest's rewritten test modules
 
 
-_private_bytecode_cache()
+_bytecode_for_the_processes_the_tests_start()
 
 
 def pytest_addoption(parser):
