@@ -103,6 +103,16 @@ def _name_the_missing_corpus(items) -> None:
             item.add_marker(pytest.mark.skip(reason=CORPUS_MISSING), append=False)
 
 
+def skip_module_without(module: str, reason: str) -> None:
+    """``pytest.importorskip`` at a module's top, without importing ``module``: torch or Ray imported while
+    collecting costs each xdist worker seconds of CPU before its first test, for modules whose tests import
+    them only in the processes they start."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"could not import {module!r}: {reason}", allow_module_level=True)
+
+
 def conformance_files(group: str) -> list[Path]:
     """Every YAML file under conformance/<group>, or [] when the corpus is absent."""
     base = CONFORMANCE / group

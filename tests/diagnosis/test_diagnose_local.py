@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch", reason="the ranks form a gloo group")
+from amldist.backends.submit import run_local
+from tests.conftest import skip_module_without
 
-from amldist.backends.submit import run_local  # noqa: E402
+skip_module_without("torch", reason="the ranks form a gloo group")
 
 # Each rank joins the group, does three all-reduces, then rank TARGET misbehaves as MODE says while
 # the others wait in the next all-reduce.

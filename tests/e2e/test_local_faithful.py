@@ -87,6 +87,9 @@ AGAIN = {
         "the same 2 x 2) and, here, the same command with --set/--input/--stream",
     "amldist submit samples/pipeline/pipeline.yml --local":
         "the same pipeline with --set jobs.train.resources.instance_count=1 --input steps=80, here",
+    "amldist submit samples/pipeline/pipeline.yml --dry-run":
+        "tests/test_readme_commands.py::test_a_readme_command_runs_as_written[amldist submit samples/pipeline/"
+        "pipeline.yml --dry-run] (the same command, from a copy of the repository)",
     "python samples/pipeline/pipeline.py":
         "its --dry-run (tests/e2e/test_submit_cli.py) and run_local of a @dsl.pipeline "
         "(tests/backends/local/test_pipeline_jobs.py::test_run_local_takes_a_job_yaml_a_builder_job_and_a_pipeline)",

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.backends.local.helpers import SAMPLES
+from tests.conftest import skip_module_without
 
-pytest.importorskip("ray", reason="Ray is the user's dependency: pip install 'ray[default]' to run this test")
+skip_module_without("ray", reason="Ray is the user's dependency: pip install 'ray[default]' to run this test")
 
 
 def processes_with(variable: str) -> list[int]:

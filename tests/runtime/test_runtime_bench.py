@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch", reason="the benchmark forms torch process groups")
+from tests.conftest import skip_module_without
+
+skip_module_without("torch", reason="the benchmark forms torch process groups")
 pytestmark = pytest.mark.bench  # skipped by the default run (tests/conftest.py)
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_runtime.py"

@@ -15,6 +15,7 @@ import pytest
 from amldist.runtime.check import bus_bandwidth, judge, transport_from_log
 from amldist.runtime.dist_env import DistEnvError
 from amldist.runtime.watchdog import in_collective, stall_timeout
+from tests.conftest import skip_module_without
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,7 +112,7 @@ def test_a_bare_import_loads_neither_check_watchdog_nor_frameworks():
 
 
 # --- real jobs ---------------------------------------------------------------------------------
-torch = pytest.importorskip("torch", reason="the ranks form a gloo group")
+skip_module_without("torch", reason="the ranks form a gloo group")
 
 from amldist.backends.submit import run_local  # noqa: E402
 

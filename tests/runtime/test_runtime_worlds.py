@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch", reason="torch is needed to form a process group")
+from tests.conftest import skip_module_without
+
+skip_module_without("torch", reason="torch is needed to form a process group")
 
 MPIRUN = shutil.which("mpirun")
 AZUREML_ONE_NODE_PORT = 54965  # Azure ML's documented MASTER_PORT for one-node MPI jobs

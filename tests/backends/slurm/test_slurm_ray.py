@@ -9,9 +9,10 @@ import pytest
 
 from tests.backends.local.helpers import SAMPLES
 from tests.backends.slurm.test_slurm_cluster import queue_empty, wait_ended
+from tests.conftest import skip_module_without
 from tests.e2e.test_local_ray import processes_with
 
-pytest.importorskip("ray", reason="Ray is the user's dependency: pip install 'ray[default]' to run this test")
+skip_module_without("ray", reason="Ray is the user's dependency: pip install 'ray[default]' to run this test")
 
 
 def test_the_ray_sample_forms_a_cluster_across_the_two_slurm_nodes_and_leaves_no_process(on_cluster, cli, tmp_path):
