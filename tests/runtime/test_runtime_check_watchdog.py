@@ -117,7 +117,7 @@ skip_module_without("torch", reason="the ranks form a gloo group")
 from amldist.backends.submit import run_local  # noqa: E402
 
 
-def job(folder: Path, command: str, env: dict, *, timeout: int = 120) -> Path:
+def job(folder: Path, command: str, env: dict, *, timeout: int = 120, per_node: int = 2) -> Path:
     (folder / "src").mkdir(parents=True, exist_ok=True)
     variables = "".join(f"\n  {k}: {json.dumps(v)}" for k, v in env.items()) or " {}"
     path = folder / "job.yml"
@@ -128,7 +128,7 @@ def job(folder: Path, command: str, env: dict, *, timeout: int = 120) -> Path:
         environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest
         distribution:
           type: pytorch
-          process_count_per_instance: 2
+          process_count_per_instance: {per_node}
         resources:
           instance_count: 2
         limits:
@@ -162,14 +162,15 @@ HANG = textwrap.dedent("""\
     init_distributed()  # AMLDIST_STALL_TIMEOUT comes from the job's environment_variables
     t = torch.ones(4)
     dist.all_reduce(t)
-    if int(os.environ["RANK"]) == 3:
+    if int(os.environ["RANK"]) == 1:
         time.sleep(600)  # stuck outside any collective
     dist.all_reduce(t)
 """)
 
 
 def test_a_rank_hanging_outside_any_collective_is_named_with_every_ranks_stack(cli, capsys, tmp_path):
-    path = job(tmp_path, "python hang.py", {"AMLDIST_STALL_TIMEOUT": "3"}, timeout=120)
+    # 2 nodes of 1 (every rank's stack, across nodes): 2 torch processes, not 4, on a 2-core machine
+    path = job(tmp_path, "python hang.py", {"AMLDIST_STALL_TIMEOUT": "3"}, timeout=120, per_node=1)
     (tmp_path / "src" / "hang.py").write_text(HANG)
     started = time.monotonic()
     record = run_local(str(path), name="hang", run_root=str(tmp_path / "runs"), grace_seconds=2.0,
@@ -179,14 +180,14 @@ def test_a_rank_hanging_outside_any_collective_is_named_with_every_ranks_stack(c
     logs = sorted((tmp_path / "runs/hang/user_logs").glob("std_log_process_*.txt"))
     for log in logs:
         text = log.read_text()
-        assert "amldist.runtime: stall: rank 3 " in text, log.name
+        assert "amldist.runtime: stall: rank 1 " in text, log.name
         assert re.search(r"(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\)", text), log.name
-    assert 'hang.py", line 10 in <module>' in logs[3].read_text()  # the stuck rank's own stack
+    assert len(logs) == 2 and 'hang.py", line 10 in <module>' in logs[1].read_text()  # the stuck rank's own stack
     capsys.readouterr()
     code, out, err = cli("job", "diagnose", "hang", "--run-root", str(tmp_path / "runs"), "--format", "json")
     first = json.loads(out)["first_failure"]
     assert code == 0
-    assert (first["rank"], first["node"], first["signature"]) == (3, 1, "stall")
+    assert (first["rank"], first["node"], first["signature"]) == (1, 1, "stall")
     assert first["exit_code"] == 124  # STALL_EXIT_CODE, as the README's example shows
     assert first["frame"].endswith('hang.py", line 10 in <module>')
     assert first["field"] == "environment_variables.AMLDIST_STALL_TIMEOUT"
