@@ -108,6 +108,10 @@ LONG: dict[str, str] = {
     "tests/diagnosis/test_diagnose_local.py::test_submit_ends_a_failed_local_run_with_its_diagnosis":
         "tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose"
         "[mismatch-3-0] (submit's error line is the diagnosis's)",
+    "tests/runtime/test_runtime_worlds.py::test_unmodified_script_runs_under_mpirun_through_exec_mode":
+        "tests/runtime/test_runtime_cli.py::test_exec_mode_runs_the_command_with_mapped_variables (exec mode maps "
+        "Open MPI's variables for a script that does not import amldist) and tests/e2e/test_submit_cli.py::"
+        "test_mpi_sample (a world under the real mpirun)",
     "tests/runtime/test_runtime_worlds.py::test_slurm_shaped_world_trains_ddp_to_identical_params":
         "tests/runtime/test_runtime_detect.py and test_runtime_slurm_lists.py (Slurm's variables read) and tests/backends/"
         "slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed",
