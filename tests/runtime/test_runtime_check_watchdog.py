@@ -247,17 +247,32 @@ GIL_HELD = textwrap.dedent("""\
 """)
 
 
+def _wait_for(path: Path, pattern: str, seconds: float) -> str:
+    """The text of ``path`` once it matches ``pattern``, or as it is after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if re.search(pattern, text):
+            return text
+        time.sleep(0.2)
+    return path.read_text() if path.exists() else ""
+
+
 def test_a_main_thread_holding_the_gil_still_gets_its_stack_written(tmp_path):
     import subprocess
 
     script = tmp_path / "gil.py"
     script.write_text(GIL_HELD)
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    out_file, err_file = tmp_path / "out.txt", tmp_path / "err.txt"
+    with open(out_file, "w") as out, open(err_file, "w") as err:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=err,
+                                text=True, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     try:
-        time.sleep(10)  # well past the 1 s timeout and faulthandler's margin (1 + 5 x 0.2 s), even on a busy machine
+        # torch's import first (a minute on a machine busy with other ranks), then the 1 s timeout and
+        # faulthandler's margin (1 + 5 x 0.2 s)
+        assert "stuck" in _wait_for(out_file, "stuck", 120)
+        stack = _wait_for(err_file, r"File \".*gil\.py\", line 8 in <module>", 60)
     finally:
         proc.kill()
-        out, err = proc.communicate(timeout=30)
-    assert "stuck" in out
-    assert re.search(r"File \".*gil\.py\", line 8 in <module>", err), err[-2000:]
+        proc.wait(timeout=30)
+    assert re.search(r"File \".*gil\.py\", line 8 in <module>", stack), stack[-2000:]
