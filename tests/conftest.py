@@ -133,6 +133,18 @@ def skip_module_without(module: str, reason: str) -> None:
         pytest.skip(f"could not import {module!r}: {reason}", allow_module_level=True)
 
 
+def wait_until(predicate, seconds: float = 30.0, every: float = 0.05) -> bool:
+    """Whether ``predicate()`` came true within ``seconds`` (asked every ``every`` seconds)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return bool(predicate())
+
+
 def conformance_files(group: str) -> list[Path]:
     """Every YAML file under conformance/<group>, or [] when the corpus is absent."""
     base = CONFORMANCE / group

@@ -15,7 +15,7 @@ import pytest
 from amldist.runtime.check import bus_bandwidth, judge, transport_from_log
 from amldist.runtime.dist_env import DistEnvError
 from amldist.runtime.watchdog import in_collective, stall_timeout
-from tests.conftest import skip_module_without
+from tests.conftest import skip_module_without, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -247,15 +247,7 @@ GIL_HELD = textwrap.dedent("""\
 """)
 
 
-def _wait_for(path: Path, pattern: str, seconds: float) -> str:
-    """The text of ``path`` once it matches ``pattern``, or as it is after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if re.search(pattern, text):
-            return text
-        time.sleep(0.2)
-    return path.read_text() if path.exists() else ""
+STACK = re.compile(r"File \".*gil\.py\", line 8 in <module>")  # the main thread's frame, in the dump
 
 
 def test_a_main_thread_holding_the_gil_still_gets_its_stack_written(tmp_path):
@@ -270,9 +262,9 @@ def test_a_main_thread_holding_the_gil_still_gets_its_stack_written(tmp_path):
     try:
         # torch's import first (a minute on a machine busy with other ranks), then the 1 s timeout and
         # faulthandler's margin (1 + 5 x 0.2 s)
-        assert "stuck" in _wait_for(out_file, "stuck", 120)
-        stack = _wait_for(err_file, r"File \".*gil\.py\", line 8 in <module>", 60)
+        assert wait_until(lambda: "stuck" in out_file.read_text(), 120, every=0.2)
+        wait_until(lambda: STACK.search(err_file.read_text()), 60, every=0.2)
     finally:
         proc.kill()
         proc.wait(timeout=30)
-    assert re.search(r"File \".*gil\.py\", line 8 in <module>", stack), stack[-2000:]
+    assert STACK.search(err_file.read_text()), err_file.read_text()[-2000:]

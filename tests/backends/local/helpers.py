@@ -81,13 +81,19 @@ def wait_for_pid_files(pid_dir: Path, count: int, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+def process_state(pid: int) -> str | None:
+    """The process's state letter in /proc (R, S, T for stopped, Z for a zombie...); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
 def alive(pid: int) -> bool:
     """True for a running process (zombies count as gone: they no longer run)."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+        return process_state(pid) not in (None, "Z")
     except OSError:  # pragma: no cover - no /proc
         try:
             os.kill(pid, 0)

@@ -17,6 +17,7 @@ import pytest
 
 import amldist
 from amldist.backends.local import jobs, proc, run_state
+from tests.conftest import wait_until
 
 AMLDIST = [sys.executable, "-c", "import sys; from amldist.cli.main import main; sys.exit(main())"]
 
@@ -80,22 +81,13 @@ def test_a_step_that_exits_3_is_reported_as_exit_3(tmp_path):
     assert logs.stdout == "out-first\nbroken\n"
 
 
-def _wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_cancel_of_a_running_pipeline_stops_every_step(tmp_path):
     pipeline_file(tmp_path, name="long", first="sleep 300", second="sleep 300")
     runner = subprocess.Popen([*AMLDIST, "submit", "long.yml", "--local", "--max-parallel", "2"], cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         pids = tmp_path / "pids"
-        assert _wait_for(lambda: (pids / "first").exists() and (pids / "second").exists())
+        assert wait_until(lambda: (pids / "first").exists() and (pids / "second").exists())
         step_pids = [int((pids / n).read_text().split()[1]) for n in ("first", "second")]
         listed = amldist_cli(tmp_path, "job", "list").stdout
         assert "long" in listed and "Running" in listed
@@ -103,7 +95,7 @@ def test_cancel_of_a_running_pipeline_stops_every_step(tmp_path):
         assert done.returncode == 0, done.stderr
         assert "job long: Canceled" in done.stdout
         assert runner.wait(30) == 128 + signal.SIGTERM
-        assert _wait_for(lambda: all(proc.start_time(p) is None for p in step_pids), 10)
+        assert wait_until(lambda: all(proc.start_time(p) is None for p in step_pids), 10)
         record = jobs.get_run(str(tmp_path / ".amldist" / "runs"), "long")
         assert record.status == "Canceled" and record.stopped_by == "amldist job cancel"
         assert {s.status for s in record.steps} == {"Canceled"}
@@ -204,7 +196,7 @@ def test_the_one_stat_parser_reads_a_name_with_parentheses(tmp_path):
     script.chmod(0o755)
     child = subprocess.Popen([str(script)])
     try:
-        assert _wait_for(lambda: proc.start_time(child.pid) is not None, 5)
+        assert wait_until(lambda: proc.start_time(child.pid) is not None, 5)
         assert proc.stat_fields(child.pid)[0] in "RSD"
         assert proc.start_time(child.pid) > proc.start_time(os.getpid()) - 1
     finally:

@@ -18,7 +18,9 @@ from amldist.diagnosis.retry import RetryPolicy, cause_class
 from amldist.errors import UserError
 from amldist.rules.faults import parse_faults
 
+from tests.backends.local.helpers import process_state
 from tests.backends.slurm.test_slurm_plan import make_plan
+from tests.conftest import wait_until
 
 TWO_BY_TWO = "command: python train.py\ndistribution: {type: pytorch, process_count_per_instance: 2}\n" \
              "resources: {instance_count: 2}\n"
@@ -101,11 +103,9 @@ def _stopped_share(pids: dict[int, int], until: float) -> dict[int, float]:
     seen = {rank: [] for rank in pids}
     while time.monotonic() < until:
         for rank, pid in pids.items():
-            try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    seen[rank].append(fh.read().rsplit(")", 1)[1].split()[0] == "T")
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                pass
+            state = process_state(pid)
+            if state is not None:
+                seen[rank].append(state == "T")
         time.sleep(0.005)
     return {rank: sum(states) / max(len(states), 1) for rank, states in seen.items()}
 
@@ -123,10 +123,8 @@ def test_slow_gives_the_rank_a_fraction_of_the_time(tmp_path):
     tasks = [subprocess.Popen(["bash", "-c", text], env={"PATH": os.environ["PATH"], "AMLDIST_RUN_DIR": str(tmp_path),
                                                          "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r),
                                                          "SLURM_NODEID": "0", "SLURM_NTASKS": "2"}) for r in (0, 1)]
-    deadline = time.monotonic() + 30
-    while not all((tmp_path / f"{r}.pid").is_file() and (tmp_path / f"{r}.pid").read_text() for r in (0, 1)):
-        assert time.monotonic() < deadline, "the counting tasks did not start"
-        time.sleep(0.01)
+    assert wait_until(lambda: all((tmp_path / f"{r}.pid").is_file() and (tmp_path / f"{r}.pid").read_text()
+                                  for r in (0, 1)), 30), "the counting tasks did not start"
     pids = {r: int((tmp_path / f"{r}.pid").read_text()) for r in (0, 1)}
     stopped = _stopped_share(pids, time.monotonic() + 2)
     assert [t.wait(timeout=60) for t in tasks] == [0, 0]
