@@ -35,18 +35,19 @@ def processes_under(folder: Path) -> list[str]:
     return [line for line in out.splitlines() if str(folder) in line and "ps -ww -eo" not in line]
 
 
-def write_a_job_that_hangs_only_the_first_time(tmp_path: Path) -> Path:
-    """job.yml whose first attempt sleeps (until the platform ends it) and whose next one ends at once; the mark
-    file says the first ran."""
+def write_a_job_that_hangs_only_the_first_time(tmp_path: Path, first: str = "sleep 300", extra: str = "") -> Path:
+    """job.yml whose first attempt runs ``first`` (by default it sleeps until the platform ends it) and whose next
+    one ends at once; ``extra`` adds YAML lines; the mark file returned says the first ran."""
     mark = tmp_path / "first-attempt-ran"
     (tmp_path / "src").mkdir()
     (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
         $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
         type: command
         code: src
-        command: if [ -e {mark} ]; then echo second; else touch {mark}; sleep 300; fi
+        command: >-
+          if [ -e {mark} ]; then echo second; else touch {mark}; {first}; fi
         environment: azureml:AzureML-sklearn-1.5@latest
-        """))
+        """) + extra)
     return mark
 
 
@@ -189,18 +190,8 @@ def test_a_real_node_failure_is_diagnosed_as_such_and_retried(on_cluster, cli, t
 
 @pytest.mark.long(covered_by="test_slurm_drill.py::test_a_retried_job_with_a_time_limit_is_warned_before_it")
 def test_a_job_warned_before_its_time_limit_saves_and_is_retried_as_a_hang(on_cluster, cli, tmp_path):
-    mark = tmp_path / "first-attempt-ran"
-    (tmp_path / "src").mkdir()
-    (tmp_path / "job.yml").write_text(textwrap.dedent(f"""\
-        $schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
-        type: command
-        code: src
-        command: >-
-          if [ -e {mark} ]; then echo second;
-          else trap 'echo saving; exit 143' TERM; touch {mark}; sleep 200 & wait; fi
-        environment: azureml:AzureML-sklearn-1.5@latest
-        limits: {{timeout: 60}}
-        """))
+    write_a_job_that_hangs_only_the_first_time(tmp_path, first="trap 'echo saving; exit 143' TERM; sleep 200 & wait",
+                                               extra="limits: {timeout: 60}\n")
     # a 1-minute limit and a warning 60 s before it: Slurm warns at its next check, seconds after the start
     code, _out, err = cli("submit", str(tmp_path / "job.yml"), "--slurm", "-n", "tl", "--retry", "1",
                           "--retry-on", "hang")
