@@ -1,5 +1,3 @@
-import sys
+from amldist.cli.main import run
 
-from amldist.cli.main import main
-
-sys.exit(main())
+run()

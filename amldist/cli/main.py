@@ -94,5 +94,13 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
+def run() -> None:
+    """The ``amldist`` command (console script and ``python -m amldist``): :func:`main`, then the process
+    ends without Python's teardown (:mod:`amldist.cli.process_exit` says when, and why it is safe)."""
+    from amldist.cli.process_exit import exit_now
+
+    exit_now(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

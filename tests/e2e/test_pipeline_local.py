@@ -9,7 +9,7 @@ import sys
 
 from tests.submit.pipeline_project import make_pipeline_project
 
-AMLDIST = [sys.executable, "-c", "import sys; from amldist.cli.main import main; sys.exit(main())"]
+AMLDIST = [sys.executable, "-c", "from amldist.cli.main import run; run()"]
 
 
 def submit(cwd, *args, timeout=240):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-AMLDIST = [sys.executable, "-c", "import sys; from amldist.cli.main import main; sys.exit(main())"]
+AMLDIST = [sys.executable, "-c", "from amldist.cli.main import run; run()"]
 
 TRIAL = '''\
 import os, sys, time

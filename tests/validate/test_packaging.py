@@ -32,7 +32,7 @@ def test_pre_commit_hook_names_a_working_entry(tmp_path):
 
 def test_console_script_is_declared():
     text = (ROOT / "pyproject.toml").read_text()
-    assert re.search(r'^amldist\s*=\s*"amldist\.cli\.main:main"', text, re.M)
+    assert re.search(r'^amldist\s*=\s*"amldist\.cli\.main:run"', text, re.M)
 
 
 def test_validate_never_imports_heavy_modules():

@@ -19,7 +19,7 @@ import amldist
 from amldist.backends.local import jobs, proc, run_state
 from tests.conftest import wait_until
 
-AMLDIST = [sys.executable, "-c", "import sys; from amldist.cli.main import main; sys.exit(main())"]
+AMLDIST = [sys.executable, "-c", "from amldist.cli.main import run; run()"]
 
 PIPELINE = """\
 type: pipeline
