@@ -114,7 +114,7 @@ LONG: dict[str, str] = {
         "test_mpi_sample (a world under the real mpirun)",
     "tests/runtime/test_runtime_worlds.py::test_slurm_shaped_world_trains_ddp_to_identical_params":
         "tests/runtime/test_runtime_detect.py and test_runtime_slurm_lists.py (Slurm's variables read) and tests/backends/"
-        "slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed",
+        "slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed",
     # --- second cut, for the 5-minute default tier (CI runs this tier too, after the default one) -------------------
     "tests/e2e/test_local_ray.py::test_the_ray_sample_forms_a_two_node_cluster_and_leaves_no_process":
         "tests/backends/local/test_ray_plan.py (one Ray node per emulated node, the command on the head only, the "
@@ -147,6 +147,9 @@ LONG: dict[str, str] = {
     "see[15]": "its [2] case",
     "tests/backends/slurm/test_slurm_hostile.py::test_a_pipeline_stopped_while_submitting_leaves_no_job_that_no_verb_can_"
     "see[9]": "its [2] case",
+    "tests/backends/slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed[2]":
+    "its [1] case (the sample trained across both nodes) and test_slurm_cluster.py::test_a_held_out_jobs_ranks_see_"
+    "the_same_variables_as_locally (2 x 2's variables on this cluster, as the local backend sets them)",
     "tests/backends/slurm/test_slurm_cluster.py::test_the_three_step_pipeline_runs_with_dependencies_and_streams_to_the_end":
     "test_slurm_cluster.py::test_a_failing_step_stops_the_steps_that_read_from_it (a pipeline with dependencies on "
     "the cluster) and tests/e2e/test_pipeline_local.py::test_three_steps_run_in_order_and_outputs_flow_between_them",

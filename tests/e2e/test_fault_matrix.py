@@ -16,7 +16,9 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("torch", reason="the ranks form a gloo group")
+from tests.conftest import skip_module_without
+
+skip_module_without("torch", reason="the ranks form a gloo group")
 
 # Every rank runs six all-reduces; on step 3 the target rank breaks the job as MODE says.
 TRAIN = textwrap.dedent('''\

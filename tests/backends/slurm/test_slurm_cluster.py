@@ -44,23 +44,29 @@ def queue_empty(timeout: float = 30) -> bool:
     return False
 
 
-def test_the_pytorch_sample_trains_on_two_nodes_of_two_and_shows_completed(on_cluster, cli, tmp_path):
-    # two epochs of two steps: the training is the sample's, its length is not what this test is about (4 ranks
-    # share 2 cores here, and each step waits for all of them)
+@pytest.mark.parametrize("per_node", [1, 2])
+def test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed(on_cluster, cli, tmp_path, per_node):
+    """The DDP sample across the two nodes: 2 x 1 in the default tier, the sample's own 2 x 2 in the long tier
+    (tests/long_tier.py: 2 x 2's variables on this cluster have their own default-tier test)."""
+    # two epochs of two steps: the training is the sample's, its length is not what this test is about (the
+    # ranks share 2 cores here, and each step waits for all of them)
     code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm", "-n", "ddp",
-                          "--input", "epochs=2", "--input", "batch_size=256")
+                          "--process-count-per-instance", str(per_node), "--input", "epochs=2",
+                          "--input", "batch_size=256")
     assert code == 0, err
     assert re.search(r"^job ddp: \w+ \(amldist job logs ddp --follow follows it", err, re.M), err  # its status
     record = wait_ended("ddp")
     code, out, _err = cli("job", "show", "ddp")
     assert code == 0 and "status: Completed" in out, (out, record)
-    run = tmp_path / ".amldist" / "slurm" / "ddp"
-    assert sorted(p.name for p in (run / "user_logs").iterdir()) == [f"std_log_process_0{r}.txt" for r in range(4)]
-    assert "parameters in sync across 4 ranks: True" in (run / "user_logs" / "std_log_process_00.txt").read_text()
+    run, world = tmp_path / ".amldist" / "slurm" / "ddp", 2 * per_node
+    assert sorted(p.name for p in (run / "user_logs").iterdir()) == [f"std_log_process_0{r}.txt" for r in range(world)]
+    rank0 = (run / "user_logs" / "std_log_process_00.txt").read_text()
+    assert f"parameters in sync across {world} ranks: True" in rank0
+    assert f"(local 0/{per_node}, node 0/2)" in rank0
     assert any((run / "outputs" / "model").iterdir())
     code, _out, err = cli("job", "download", "ddp", "-o", str(tmp_path / "got"), "--all")
     assert code == 0, err
-    assert (tmp_path / "got" / "artifacts" / "user_logs" / "std_log_process_03.txt").is_file()
+    assert (tmp_path / "got" / "artifacts" / "user_logs" / f"std_log_process_0{world - 1}.txt").is_file()
     assert any((tmp_path / "got" / "named-outputs" / "model").iterdir())
 
 
