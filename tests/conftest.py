@@ -36,14 +36,16 @@ _bytecode_for_the_processes_the_tests_start()
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: half as many workers again as cores (3 on 2 cores). About a sixth of the default tier waits
-    rather than computes (the Slurm cluster's scheduling, fault drills' timers, ranks waiting for each other), so
-    one worker per core leaves the cores idle that long; measured on 2 cores: 6.0 min with 3 workers against 6.9
-    with 2. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    """``-n auto``: two workers per core, at most four more than cores (4 on 2 cores). Much of the default tier
+    waits rather than computes (the Slurm cluster's scheduling, fault drills' timers, ranks waiting for each
+    other), so one worker per core leaves the cores idle that long. Measured on 2 cores: 6.9 min with 2 workers
+    against 6.0 with 3 (an earlier tree); 5 min 19 s with 3 (46 core-seconds idle) against 5 min 13 s with 4
+    (8 idle; each worker also collects and imports for itself, so 4 used 27 CPU-seconds more).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores + min(4, max(1, cores // 2))
+    return cores + min(4, cores)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -70,8 +72,18 @@ def pytest_configure(config):
                             "unless --bench, -m bench or AMLDIST_BENCH=1")
     config.addinivalue_line("markers", "long(covered_by): the long tier, skipped unless --long (or -m long, "
                             "AMLDIST_LONG=1); covered_by names the default-tier test of the same behaviour")
+    config.addinivalue_line("markers", "budget: a property test sized by budget(): the default tier runs it at its "
+                            "default size, the long tier (`--long -m 'long or budget'`, .ci/run) again at its long one")
     if config.getoption("--long") or "long" in (config.option.markexpr or ""):
         os.environ["AMLDIST_LONG"] = "1"  # before the test modules are imported: long_tier() sizes their budgets
+
+
+def budget(default: int, long: int) -> int:
+    """Hypothesis examples for a test marked ``budget``: ``default`` in the default tier, ``long`` with --long.
+
+    The default tier is the developer's loop and is sized as a whole (the README's suite time); CI's long tier
+    selects the marked tests again (``-m "long or budget"``), so every CI run still tries the long budget."""
+    return long if long_tier() else default
 
 
 def long_tier() -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from amldist.diagnostics import Diagnostic
 from amldist.errors import UserError
 from amldist.validate import validate_text
 from tests.attack.limits import amldist
-from tests.conftest import ROOT, conformance_files
+from tests.conftest import ROOT, budget, conformance_files
 
 SEEDS = [p.read_text(encoding="utf-8") for p in [*conformance_files("valid"), *ROOT.glob("samples/**/*.yml"),
                                                   *ROOT.glob("components/**/*.yml")]]
@@ -74,11 +75,12 @@ def check_one(text: str) -> None:
         pass
 
 
+@pytest.mark.budget
 def test_mutated_corpus_in_process(attack_long):
     assert SEEDS, "no corpus to mutate"
     count = {"cases": 0}
 
-    @settings(FUZZ, max_examples=12_000 if attack_long else 800)
+    @settings(FUZZ, max_examples=12_000 if attack_long else budget(300, 800))
     @given(seed=st.integers(0, 2**32 - 1))
     def run(seed):
         rng = random.Random(seed)
@@ -86,7 +88,7 @@ def test_mutated_corpus_in_process(attack_long):
         count["cases"] += 1
 
     run()
-    assert count["cases"] >= (10_000 if attack_long else 600)
+    assert count["cases"] >= (10_000 if attack_long else budget(300, 800) * 3 // 4)
 
 
 def test_mutated_corpus_through_the_real_cli(tmp_path, attack_long):

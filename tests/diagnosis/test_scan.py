@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amldist.diagnosis.scan import RANK_PREFIX, last_line
 from amldist.diagnosis.signatures import SIGNATURES
+from tests.conftest import budget
 from tests.diagnosis.test_signature_lines import CASES
 
 PATTERNS = [s.entry.pattern for s in SIGNATURES if hasattr(s, "entry")] + [r"^Killed\b|oom[-_ ]kill"]
@@ -27,7 +29,8 @@ def reference(text: str, pattern: str, flags: int) -> str | None:
     return None
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.budget
+@settings(max_examples=budget(100, 300), deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=12), st.sampled_from(PATTERNS), st.booleans())
 def test_the_scanner_finds_the_line_the_plain_rule_finds(pieces, pattern, icase):
     text = "\n".join(pieces)

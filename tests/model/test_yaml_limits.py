@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from amldist.model import yamlio
 from amldist.model.yamlio import YamlError, load_yaml
-from tests.conftest import ROOT, conformance_files
+from tests.conftest import ROOT, budget, conformance_files
 
 
 def _code(text):
@@ -171,7 +171,8 @@ def _has_nul(value) -> bool:
     return isinstance(value, list) and any(_has_nul(v) for v in value)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.budget
+@settings(max_examples=budget(100, 300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=_values, flow=st.sampled_from([None, True, False]), anchor=st.booleans())
 @example(value="\\0", flow=None, anchor=False)  # a backslash and a zero in a plain scalar: text, not a NUL
 def test_builder_matches_pyyaml_on_generated_documents(value, flow, anchor):
@@ -196,7 +197,8 @@ _odd_values = st.recursive(_odd_scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)), max_leaves=12)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.budget
+@settings(max_examples=budget(100, 300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=_odd_values, flow=st.sampled_from([None, True, False]))
 @example(value={"a": [1, {True: b"x"}]}, flow=None)
 def test_the_loaders_notes_agree_with_walking_the_data(value, flow):

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from amldist.rules import placeholders as ph
 from amldist.errors import UserError
+from tests.conftest import budget
 
 CONFORMANCE_LIKE = (
     "python train.py --input-path {inputs.input_path} [--string-parameter {inputs.string_parameter}]\n"
@@ -183,7 +184,8 @@ def _flat_refs(parts, depth=0):
             yield (p[0], p[1], depth)
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.mark.budget
+@settings(max_examples=budget(60, 150), deadline=None)
 @given(_parts(2))
 def test_roundtrip_property(parts):
     legacy = _render(parts, ph.LEGACY)

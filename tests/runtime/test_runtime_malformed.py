@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from amldist.runtime import RUNTIME_DIR, DistEnvError, detect
 from amldist.runtime.__main__ import main
 from amldist.runtime.env_reader import MAX_INT, is_host
-from tests.conftest import long_tier
+from tests.conftest import budget
 
 OMPI = dict(OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_LOCAL_RANK="1",
             OMPI_COMM_WORLD_LOCAL_SIZE="2", AZ_BATCH_MASTER_NODE="10.0.0.4:6000")
@@ -257,7 +257,8 @@ def check_outcome(environ: dict) -> None:
         assert "\0" not in value
 
 
-@settings(max_examples=400 if long_tier() else 100, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.budget
+@settings(max_examples=budget(100, 400), deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(environments)
 @example({**SLURM, "SLURM_NODELIST": "n[0-99][0-99][0-99][0-99]"})
 @example({"TF_CONFIG": NESTED})

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amldist.diagnostics import Diagnostic
 from amldist.model.yamlio import dump_yaml
 from amldist.validate import validate_file, validate_text
-from tests.conftest import conformance_files
+from tests.conftest import budget, conformance_files
 from tests.validate.helpers import fixture_files, run_cli
 from tests.validate.strategies import random_value
 
@@ -82,14 +83,16 @@ def check(diags, file):
 FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
-@settings(FUZZ, max_examples=1500)
+@pytest.mark.budget
+@settings(FUZZ, max_examples=budget(400, 1500))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_mutated_specs(seed):
     rng = random.Random(seed)
     check(validate_text(mutate_text(rng, rng.choice(SEED_TEXTS)), "m.yml", explicit=rng.random() < 0.5), "m.yml")
 
 
-@settings(FUZZ, max_examples=600)
+@pytest.mark.budget
+@settings(FUZZ, max_examples=budget(150, 600))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_random_yaml(seed):
     rng = random.Random(seed)
@@ -99,7 +102,8 @@ def test_random_yaml(seed):
     check(validate_text(text, "r.yml"), "r.yml")
 
 
-@settings(FUZZ, max_examples=300)
+@pytest.mark.budget
+@settings(FUZZ, max_examples=budget(100, 300))
 @given(data=st.binary(max_size=300))
 def test_random_bytes(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("bytes") / "b.yml"

@@ -23,7 +23,7 @@ from amldist.model.kinds import detect_kind
 from amldist.model.yamlio import load_yaml
 from amldist.validate import schema_store
 from amldist.validate.schema_check import check, json_values
-from tests.conftest import conformance_files
+from tests.conftest import budget, conformance_files
 from tests.validate.helpers import fixture_files
 from tests.validate.strategies import mutated, random_documents, schema_words
 
@@ -139,21 +139,24 @@ def words():
 
 
 SEEDS = [data for _, data in CORPUS] or [{"type": "command", "command": "echo"}]
-FAST = settings(max_examples=700, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+FAST = settings(max_examples=budget(200, 700), deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
+@pytest.mark.budget
 @FAST
 @given(doc=st.deferred(lambda: mutated(SEEDS, *words())), kind=st.sampled_from(KINDS))
 def test_agrees_on_mutated_specs(doc, kind):
     compare(kind, doc)
 
 
+@pytest.mark.budget
 @FAST
 @given(doc=st.deferred(lambda: mutated(SEEDS, *words(), max_mutations=8)))
 def test_agrees_on_heavily_mutated_specs_of_their_own_kind(doc):
     compare(detect_kind(doc) or "command_job", doc)
 
 
+@pytest.mark.budget
 @FAST
 @given(doc=st.deferred(lambda: random_documents(*words())), kind=st.sampled_from(KINDS))
 def test_agrees_on_random_documents(doc, kind):
