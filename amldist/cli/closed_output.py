@@ -22,6 +22,15 @@ _READER_GONE = (errno.EPIPE,)
 _CANNOT_WRITE = tuple(getattr(errno, name) for name in ("ENOSPC", "EIO", "EFBIG", "EDQUOT") if hasattr(errno, name))
 
 
+def closed_at_start_to_devnull() -> None:
+    """A standard output or error closed before amldist started (``amldist ... >&-``): Python then holds None
+    for it, and the first print would be an internal error. It is pointed at /dev/null instead, so the command
+    runs and ends with its own code, as when the reader went away."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (lives as long as the process)
+
+
 def is_output_error(exc: BaseException) -> bool:
     """Whether ``exc`` says standard output is closed or full (rather than some file amldist writes)."""
     return isinstance(exc, OSError) and (exc.errno in _READER_GONE or exc.errno in _CANNOT_WRITE)

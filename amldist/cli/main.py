@@ -99,6 +99,7 @@ def run() -> None:
     ends without Python's teardown (:mod:`amldist.cli.process_exit` says when, and why it is safe)."""
     from amldist.cli.process_exit import exit_now
 
+    closed_output.closed_at_start_to_devnull()
     exit_now(main())
 
 

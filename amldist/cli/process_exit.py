@@ -39,14 +39,18 @@ def exit_now(code: int) -> NoReturn:
     run_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's own; another Python exits as usual
     if others or threading.current_thread() is not threading.main_thread() or run_handlers is None:
         sys.exit(code)
-    run_handlers()
-    gc.collect()
     try:
-        code = closed_output.flushed(code)
-    except ValueError:
-        pass  # standard output was closed by the command itself: nothing of it is left to write
-    try:
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass  # nowhere left to say it; Python's own exit would have dropped it too
+        run_handlers()
+        gc.collect()
+        try:
+            code = closed_output.flushed(code) if sys.stdout is not None else code
+        except ValueError:
+            pass  # standard output was closed by the command itself: nothing of it is left to write
+        try:
+            if sys.stderr is not None:
+                sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # nowhere left to say it; Python's own exit would have dropped it too
+    except KeyboardInterrupt:  # Ctrl-C while ending: the shell's code for it, never a traceback
+        code = 130
     os._exit(code)

@@ -5,6 +5,7 @@ buffered output. Each case is a real process that ends through ``exit_now``."""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -105,3 +106,28 @@ def test_the_benchmark_prints_both_ratios():
     assert [name for name, *_ in ratios][-1] == "validate", done.stdout
     for _, fast, plain, ratio in ratios:
         assert float(ratio) == pytest.approx(float(fast) / float(plain), abs=0.01)
+
+
+def test_ctrl_c_while_ending_is_the_shells_130_without_a_traceback(tmp_path):
+    done, notes = ends(tmp_path, """\
+        import os, signal
+        real_collect = gc.collect
+        def interrupted(*args):
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the ending collects
+            return real_collect(*args)
+        gc.collect = interrupted
+        atexit.register(note, "handler")
+    """)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert notes == ["handler"]
+
+
+@pytest.mark.parametrize("closed", ["1", "2", "1 2"])
+def test_a_stream_closed_before_the_start_leaves_the_commands_own_code(tmp_path, closed):
+    """``amldist ... >&-``: Python starts with None for the stream; the command still ends with its code."""
+    redirects = " ".join(f"{fd}>&-" for fd in closed.split())
+    for args, expected in (("validate samples/pytorch_ddp/job.yml", 0), ("validate no-such.yml", 2)):
+        done = subprocess.run(["bash", "-c", f"{shlex.quote(sys.executable)} -m amldist {args} {redirects}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == expected, (args, closed, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr
