@@ -17,8 +17,8 @@ order Python would, then stops short of the teardown:
 5. ``os._exit(code)``.
 
 Only the ``amldist`` command does this (``python -m amldist`` and the console script); :func:`amldist.cli.main.main`
-called from Python returns its code and leaves the caller's process alone. Standard library only: it is the
-last thing every command runs.
+called from Python returns its code and leaves the caller's process alone. Only the standard library and
+:mod:`amldist.cli.closed_output`: it is the last thing every command runs.
 """
 
 from __future__ import annotations
