@@ -35,7 +35,7 @@ from amldist.cli import closed_output
 
 def exit_now(code: int) -> NoReturn:
     """End the process with ``code`` as described in the module's docstring."""
-    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    others = any(t is not threading.current_thread() and not t.daemon for t in threading.enumerate())
     run_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's own; another Python exits as usual
     if others or threading.current_thread() is not threading.main_thread() or run_handlers is None:
         sys.exit(code)

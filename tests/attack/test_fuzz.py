@@ -79,8 +79,9 @@ def check_one(text: str) -> None:
 def test_mutated_corpus_in_process(attack_long):
     assert SEEDS, "no corpus to mutate"
     count = {"cases": 0}
+    examples = 12_000 if attack_long else budget(300, 800)
 
-    @settings(FUZZ, max_examples=12_000 if attack_long else budget(300, 800))
+    @settings(FUZZ, max_examples=examples)
     @given(seed=st.integers(0, 2**32 - 1))
     def run(seed):
         rng = random.Random(seed)
@@ -88,7 +89,7 @@ def test_mutated_corpus_in_process(attack_long):
         count["cases"] += 1
 
     run()
-    assert count["cases"] >= (10_000 if attack_long else budget(300, 800) * 3 // 4)
+    assert count["cases"] >= examples * 3 // 4  # hypothesis may stop early on duplicates; not this early
 
 
 def test_mutated_corpus_through_the_real_cli(tmp_path, attack_long):

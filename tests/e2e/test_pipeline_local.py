@@ -9,7 +9,7 @@ import sys
 
 from tests.submit.pipeline_project import make_pipeline_project
 
-AMLDIST = [sys.executable, "-c", "from amldist.cli.main import run; run()"]
+AMLDIST = [sys.executable, "-m", "amldist"]  # the command as users run it
 
 
 def submit(cwd, *args, timeout=240):

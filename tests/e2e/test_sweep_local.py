@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-AMLDIST = [sys.executable, "-c", "from amldist.cli.main import run; run()"]
+AMLDIST = [sys.executable, "-m", "amldist"]  # the command as users run it
 
 TRIAL = '''\
 import os, sys, time

@@ -19,7 +19,7 @@ import amldist
 from amldist.backends.local import jobs, proc, run_state
 from tests.conftest import wait_until
 
-AMLDIST = [sys.executable, "-c", "from amldist.cli.main import run; run()"]
+AMLDIST = [sys.executable, "-m", "amldist"]  # the command as users run it
 
 PIPELINE = """\
 type: pipeline
