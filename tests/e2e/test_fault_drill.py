@@ -132,7 +132,7 @@ def test_the_drill_and_retries_are_local_only_and_checked_before_anything_runs(c
 @pytest.mark.long(covered_by="test_retry_resubmits_a_preempted_run_and_links_the_attempts")
 def test_a_ddp_run_preempted_half_way_resumes_from_its_checkpoint_and_sees_every_step_once(cli, here):
     """The issue's drill: 2 x 2 DDP, node 1 preempted about half-way, --retry 1, resumed from the last checkpoint."""
-    from tests.backends.local.helpers import SAMPLES
+    from tests.backends.local.helpers import SAMPLES, drill_stops
 
     steps = 200  # 100 s of steps: a preemption at 60 s lands mid-run whether start-up takes 5 s or 40 s
     code, _out, err = cli("submit", str(SAMPLES / "drill" / "job.yml"), "--local", "--input", f"steps={steps}",
@@ -140,12 +140,10 @@ def test_a_ddp_run_preempted_half_way_resumes_from_its_checkpoint_and_sees_every
     assert code == 0, err
     first, second = runs(here)
     assert status(first)["status"] == "Failed" and status(second)["status"] == "Completed"
-    saved = [int(line.rsplit(" ", 1)[1]) for line in
-             (first / "user_logs" / "std_log_process_00.txt").read_text().splitlines()
-             if line.startswith("checkpoint at step ")]
+    stopped = drill_stops(first, 2)  # the struck node's rank: saved, then stopped (its last checkpoint)
     result = json.loads((second / "outputs" / "model" / "steps.json").read_text())
     assert 0 < result["resumed_at"] < steps  # not from step 0, and not after the end
-    assert saved and result["resumed_at"] == saved[-1] + 1  # right after the first attempt's last checkpoint
+    assert stopped and result["resumed_at"] == stopped[-1] + 1  # right after the first attempt's last checkpoint
     assert result["seen"] == list(range(steps))  # every step applied exactly once over both attempts
     _, out, _ = cli("job", "show", first.name)
     assert "attempts:" in out and "injected-preempt" in out and f"{first.name}-attempt2: Completed" in out

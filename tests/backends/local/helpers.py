@@ -66,6 +66,16 @@ def worker_job(folder: Path, *, mode: str, dist: str = "pytorch", nodes: int = 1
         """ + textwrap.dedent(extra))
 
 
+def drill_stops(run: Path, rank: int) -> list[int]:
+    """The steps at which ``rank`` of a samples/drill run says it saved and stopped (its log's ``rank R: stopping
+    at step N after saving``). A rank of the preempted node prints it before it exits itself, so the line is there
+    whatever its launcher then does to the other ranks (rank 0's ``checkpoint at step N`` can be cut off: a task
+    that ends non-zero makes srun's --kill-on-bad-exit kill the rest of the step)."""
+    prefix = f"rank {rank}: stopping at step "
+    lines = (run / "user_logs" / f"std_log_process_{rank:02d}.txt").read_text().splitlines()
+    return [int(line[len(prefix):].split()[0]) for line in lines if line.startswith(prefix)]
+
+
 def recorded_pids(pid_dir: Path) -> list[int]:
     pids = []
     for f in sorted(pid_dir.glob("*.pids")):
