@@ -48,6 +48,18 @@ def pytest_xdist_auto_num_workers(config):
     return cores + min(4, cores)
 
 
+def pytest_collection_finish(session):
+    """Once collected, every object alive (azure-ai-ml, hypothesis, amldist and the test modules: about 400,000 in
+    a worker) moves to the collector's permanent generation (``gc.freeze()``), so no later full collection walks
+    them again. A worker's full collections (the automatic ones, and ``amldist.runtime.destroy()``'s, 0.2-0.5 s
+    each with that heap) took 22 CPU-seconds over the default tier's four workers, 18 with the freeze (one
+    measured run each). Garbage made by a test is still collected: only what exists here is frozen."""
+    import gc
+
+    gc.collect()  # what collection left as garbage is freed, not frozen
+    gc.freeze()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     """With workers, xdist's ``worksteal`` schedule unless ``--dist`` says otherwise: a worker that ends its share
