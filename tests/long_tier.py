@@ -116,6 +116,23 @@ LONG: dict[str, str] = {
         "tests/runtime/test_runtime_detect.py and test_runtime_slurm_lists.py (Slurm's variables read) and tests/backends/"
         "slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed",
     # --- second cut, for the 5-minute default tier (CI runs this tier too, after the default one) -------------------
+    "tests/runtime/test_runtime_worlds.py::test_two_ranks_under_torchrun":
+        "tests/runtime/test_runtime_detect.py::test_torchrun_variables and the tests beside it (torchrun's variables "
+        "read, its agent store kept: test_runtime_init.py::test_torchrun_world_keeps_its_agent_store_setting), and "
+        "tests/e2e/test_submit_cli.py::test_pytorch_ddp_sample_trains_on_2_nodes_x_2_processes (a real world the "
+        "runtime forms); three processes that each import torch",
+    "tests/runtime/test_runtime_frameworks.py::test_lightning_environment_is_the_launchers_world":
+        "tests/runtime/test_runtime_detect.py (the launcher's world the Lightning environment reports) and "
+        "test_import_stays_standard_library_only; importing Lightning takes 4.5 CPU-seconds more than torch",
+    "tests/runtime/test_runtime_frameworks.py::test_a_trainer_that_disagrees_with_the_launcher_is_refused_by_name":
+        "tests/runtime/test_runtime_detect.py (the world the environment checks a Trainer's settings against); "
+        "importing Lightning takes 4.5 CPU-seconds more than torch",
+    "tests/test_real_specs.py::test_every_job_azure_ai_ml_accepts_gets_the_same_body_from_amldist[2]":
+        "its [0] and [1] cases: every fourth spec of the corpus each, interleaved, so half of the corpus and every "
+        "kind of job in it",
+    "tests/test_real_specs.py::test_every_job_azure_ai_ml_accepts_gets_the_same_body_from_amldist[3]":
+        "its [0] and [1] cases: every fourth spec of the corpus each, interleaved, so half of the corpus and every "
+        "kind of job in it",
     "tests/e2e/test_local_ray.py::test_the_ray_sample_forms_a_two_node_cluster_and_leaves_no_process":
         "tests/backends/local/test_ray_plan.py (one Ray node per emulated node, the command on the head only, the "
         "distribution's fields); the real cluster's start and stop run in the long tier (Ray's own start takes most "

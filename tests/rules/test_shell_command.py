@@ -18,6 +18,8 @@ from amldist.rules import placeholders
 from amldist.rules.shell_command import contexts
 from amldist.rules.shell_values import SUBSCRIPT_COMMAND, is_benign
 
+from tests.conftest import budget
+
 SHELLS = [path for path in (shutil.which("bash"), "/bin/sh") if path and os.path.exists(path)]
 FAKE_PATH = [""]  # the fake_python folder, set by the tests that run shells
 
@@ -212,9 +214,10 @@ def expected_for_hostile(context: str, value: str) -> str:
     return lines("before", "after")
 
 
+@pytest.mark.budget
 @pytest.mark.parametrize("shell", SHELLS)
 @pytest.mark.parametrize("context", sorted(TEMPLATES))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=budget(15, 40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=BENIGN)
 def test_benign_values_arrive_exactly_as_azure_mls_pasted_text_gives_them(tmp_path, fake_python, shell, context,
                                                                          value):
@@ -225,9 +228,10 @@ def test_benign_values_arrive_exactly_as_azure_mls_pasted_text_gives_them(tmp_pa
     assert local_output(shell, template, value, tmp_path) == azure_output(shell, template, value, tmp_path)
 
 
+@pytest.mark.budget
 @pytest.mark.parametrize("shell", SHELLS)
 @pytest.mark.parametrize("context", sorted(TEMPLATES))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=budget(20, 60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=HOSTILE)
 def test_no_hostile_value_runs_a_command_or_changes_another_argument(tmp_path_factory, fake_python, shell, context,
                                                                      value):
