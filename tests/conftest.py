@@ -34,6 +34,22 @@ def _bytecode_for_the_processes_the_tests_start() -> None:
 _bytecode_for_the_processes_the_tests_start()
 
 
+def _interruptible_children() -> None:
+    """Give the processes the tests start SIGINT's default disposition. A non-interactive shell starts a
+    background command (``pytest ... &``, ``nohup ... &``) with SIGINT and SIGQUIT ignored, and an ignored signal
+    stays ignored across exec: every CLI and rank the tests start would then shrug off the Ctrl-C the signal tests
+    send (seen in a backgrounded run: three of them failed, each a SIGINT that changed nothing). Python's own
+    handler here becomes the default disposition in each child, as in a foreground run."""
+    import signal
+
+    for signum, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGQUIT, signal.SIG_DFL)):
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            signal.signal(signum, handler)
+
+
+_interruptible_children()
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: two workers per core, at most four more than cores (4 on 2 cores). Much of the default tier
