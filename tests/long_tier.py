@@ -95,16 +95,16 @@ LONG: dict[str, str] = {
     # --- diagnosis: a real failing 4-rank run per kind of evidence; each signature's lines are checked in-process ------
     "tests/diagnosis/test_diagnose_local.py::test_a_rank_killed_by_sigkill_is_named_with_the_oom_hint":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_a_bus_error_points_at_shm_size":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_a_rank_leaving_while_the_others_wait_in_a_collective":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_a_port_conflict_names_rank_0_and_master_port":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_submit_ends_a_failed_local_run_with_its_diagnosis":
         "tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose"
         "[mismatch-3-0] (submit's error line is the diagnosis's)",
@@ -114,8 +114,13 @@ LONG: dict[str, str] = {
         "test_mpi_sample (a world under the real mpirun)",
     "tests/runtime/test_runtime_worlds.py::test_slurm_shaped_world_trains_ddp_to_identical_params":
         "tests/runtime/test_runtime_detect.py and test_runtime_slurm_lists.py (Slurm's variables read) and tests/backends/"
-        "slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed",
+        "slurm/test_slurm_cluster.py::test_an_mpi_job_is_one_world_of_four_across_the_nodes (a real world on Slurm)",
     # --- second cut, for the 5-minute default tier (CI runs this tier too, after the default one) -------------------
+    "tests/diagnosis/test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined":
+        "tests/diagnosis/test_signatures.py and test_signature_lines.py (never-joined from the same lines, every rank's "
+        "collectives compared) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_"
+        "screen_in_job_show_and_by_diagnose[mismatch-3-0] (the same comparison names the rank that broke the "
+        "collective); four torch ranks that wait out a collective timeout",
     "tests/runtime/test_runtime_worlds.py::test_two_ranks_under_torchrun":
         "tests/runtime/test_runtime_detect.py::test_torchrun_variables and the tests beside it (torchrun's variables "
         "read, its agent store kept: test_runtime_init.py::test_torchrun_world_keeps_its_agent_store_setting), and "
@@ -164,9 +169,11 @@ LONG: dict[str, str] = {
     "see[15]": "its [2] case",
     "tests/backends/slurm/test_slurm_hostile.py::test_a_pipeline_stopped_while_submitting_leaves_no_job_that_no_verb_can_"
     "see[9]": "its [2] case",
-    "tests/backends/slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed[2]":
-    "its [1] case (the sample trained across both nodes) and test_slurm_cluster.py::test_a_held_out_jobs_ranks_see_"
-    "the_same_variables_as_locally (2 x 2's variables on this cluster, as the local backend sets them)",
+    "tests/backends/slurm/test_slurm_cluster.py::test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed":
+    "test_slurm_cluster.py::test_a_held_out_jobs_ranks_see_the_same_variables_as_locally (2 x 2's variables on this "
+    "cluster, as the local backend sets them), test_an_mpi_job_is_one_world_of_four_across_the_nodes (a real world "
+    "across the cluster's nodes) and the sample's DDP training, locally, in tests/e2e/test_submit_cli.py::test_pytorch_"
+    "ddp_sample_trains_on_2_nodes_x_2_processes; two torch ranks on the cluster, then the job's records read",
     "tests/backends/slurm/test_slurm_cluster.py::test_the_three_step_pipeline_runs_with_dependencies_and_streams_to_the_end":
     "test_slurm_cluster.py::test_a_failing_step_stops_the_steps_that_read_from_it (a pipeline with dependencies on "
     "the cluster) and tests/e2e/test_pipeline_local.py::test_three_steps_run_in_order_and_outputs_flow_between_them",

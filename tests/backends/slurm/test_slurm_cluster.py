@@ -46,8 +46,9 @@ def queue_empty(timeout: float = 30) -> bool:
 
 @pytest.mark.parametrize("per_node", [1, 2])
 def test_the_pytorch_sample_trains_on_two_nodes_and_shows_completed(on_cluster, cli, tmp_path, per_node):
-    """The DDP sample across the two nodes: 2 x 1 in the default tier, the sample's own 2 x 2 in the long tier
-    (tests/long_tier.py: 2 x 2's variables on this cluster have their own default-tier test)."""
+    """The DDP sample across the two nodes, 2 x 1 and the sample's own 2 x 2: both in the long tier
+    (tests/long_tier.py names what the default tier runs instead: 2 x 2's variables on this cluster, a real world
+    across its nodes, and the sample's training locally)."""
     # two epochs of two steps: the training is the sample's, its length is not what this test is about (the
     # ranks share 2 cores here, and each step waits for all of them)
     code, _out, err = cli("submit", str(SAMPLES / "pytorch_ddp" / "job.yml"), "--slurm", "-n", "ddp",
