@@ -95,16 +95,20 @@ LONG: dict[str, str] = {
     # --- diagnosis: a real failing 4-rank run per kind of evidence; each signature's lines are checked in-process ------
     "tests/diagnosis/test_diagnose_local.py::test_a_rank_killed_by_sigkill_is_named_with_the_oom_hint":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_"
+        "in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_a_bus_error_points_at_shm_size":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_"
+        "in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_a_rank_leaving_while_the_others_wait_in_a_collective":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_"
+        "in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_a_port_conflict_names_rank_0_and_master_port":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (the same signature from the same lines, no "
-        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0]",
+        "4-rank run) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_"
+        "in_job_show_and_by_diagnose[mismatch-3-0]",
     "tests/diagnosis/test_diagnose_local.py::test_submit_ends_a_failed_local_run_with_its_diagnosis":
         "tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_screen_in_job_show_and_by_diagnose"
         "[mismatch-3-0] (submit's error line is the diagnosis's)",
@@ -117,8 +121,8 @@ LONG: dict[str, str] = {
         "slurm/test_slurm_cluster.py::test_an_mpi_job_is_one_world_of_four_across_the_nodes (a real world on Slurm)",
     # --- second cut, for the 5-minute default tier (CI runs this tier too, after the default one) -------------------
     "tests/diagnosis/test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined":
-        "tests/diagnosis/test_signatures.py and test_signature_lines.py (never-joined from the same lines, every rank's "
-        "collectives compared) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_"
+        "tests/diagnosis/test_signatures.py and test_signature_lines.py (never-joined from the same lines, every "
+        "rank's collectives compared) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_"
         "screen_in_job_show_and_by_diagnose[mismatch-3-0] (the same comparison names the rank that broke the "
         "collective); four torch ranks that wait out a collective timeout",
     "tests/runtime/test_runtime_worlds.py::test_two_ranks_under_torchrun":

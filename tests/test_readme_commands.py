@@ -95,15 +95,16 @@ def test_the_readme_has_commands_and_runs_most_of_them():
     assert len(commands) >= 20 and len(runnable) >= 10, runnable
 
 
+PLAIN_WORDS = re.compile(r"[\w./=:,@%+ -]+")  # words bash splits as str.split does: no quote, expansion or operator
+WORKSPACE_VARIABLES = ("AZUREML_ARM_WORKSPACE_NAME", "AZUREML_ARM_RESOURCEGROUP", "AZUREML_ARM_SUBSCRIPTION")
+
+
 def is_an_azure_dry_run(command: str) -> bool:
     """``amldist submit ... --dry-run`` to Azure ML, in plain words (no quote, expansion or operator: bash would
     split it as ``str.split`` does)."""
     words = command.split()
     return bool(PLAIN_WORDS.fullmatch(command)) and words[:2] == ["amldist", "submit"] and "--dry-run" in words \
         and "--local" not in words and "--slurm" not in words
-
-
-PLAIN_WORDS = re.compile(r"[\w./=:,@%+ -]+")
 
 
 @pytest.mark.parametrize("command", readme_commands())
@@ -118,7 +119,7 @@ def test_a_readme_command_runs_as_written(repo_copy, command, monkeypatch, capsy
         from amldist.cli.main import main
 
         monkeypatch.chdir(repo_copy)
-        for name in ("AZUREML_ARM_WORKSPACE_NAME", "AZUREML_ARM_RESOURCEGROUP", "AZUREML_ARM_SUBSCRIPTION"):
+        for name in WORKSPACE_VARIABLES:
             monkeypatch.delenv(name, raising=False)
         code = main(command.split()[1:])
         out, err = capsys.readouterr()
@@ -127,7 +128,7 @@ def test_a_readme_command_runs_as_written(repo_copy, command, monkeypatch, capsy
         return
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
            "PYTHONPATH": str(ROOT)}  # this checkout's amldist, whatever is installed
-    for name in ("AZUREML_ARM_WORKSPACE_NAME", "AZUREML_ARM_RESOURCEGROUP", "AZUREML_ARM_SUBSCRIPTION"):
+    for name in WORKSPACE_VARIABLES:
         env.pop(name, None)
     done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=repo_copy, env=env, capture_output=True,
                           text=True, timeout=300)

@@ -60,7 +60,8 @@ def test_a_ddp_run_preempted_on_node_1_resumes_from_its_checkpoint_in_a_second_a
     40 steps of 0.25 s: the steps alone outlast the preemption at 10 s, so it always lands before the end, and
     after the sample's grace hook is installed (its first line), so the ranks save together before they stop. It
     often lands while the ranks still start (import torch, the process group): they then save at step 0. The grace
-    is long so that they reach step 0 even on a busy machine (CI's long tier once took over 40 s to); the ranks stop
+    is long so that they reach step 0 even on a busy machine (with 30 s, CI's long tier once found no checkpoint
+    line: the SIGKILL 40 s in came first, or rank 0's line was cut off, which drill_stops avoids); the ranks stop
     by themselves once saved, so it costs nothing when they are quick."""
     steps = 40
     code, _out, err = cli("submit", str(SAMPLES / "drill" / "job.yml"), "--slurm", "-n", "drill",
