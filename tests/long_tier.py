@@ -122,8 +122,8 @@ LONG: dict[str, str] = {
     # --- second cut, for the 5-minute default tier (CI runs this tier too, after the default one) -------------------
     "tests/diagnosis/test_diagnose_local.py::test_a_collective_timeout_names_the_rank_that_never_joined":
         "tests/diagnosis/test_signatures.py and test_signature_lines.py (never-joined from the same lines, every "
-        "rank's collectives compared) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_the_first_"
-        "screen_in_job_show_and_by_diagnose[mismatch-3-0] (the same comparison names the rank that broke the "
+        "rank's collectives compared) and, end to end, tests/e2e/test_fault_matrix.py::test_the_culprit_is_named_on_"
+        "the_first_screen_in_job_show_and_by_diagnose[mismatch-3-0] (the same comparison names the rank that broke the "
         "collective); four torch ranks that wait out a collective timeout",
     "tests/runtime/test_runtime_worlds.py::test_two_ranks_under_torchrun":
         "tests/runtime/test_runtime_detect.py::test_torchrun_variables and the tests beside it (torchrun's variables "
