@@ -43,12 +43,11 @@ def exit_now(code: int) -> NoReturn:
         run_handlers()
         gc.collect()
         try:
-            code = closed_output.flushed(code) if sys.stdout is not None else code
+            code = closed_output.flushed(code)
         except ValueError:
             pass  # standard output was closed by the command itself: nothing of it is left to write
         try:
-            if sys.stderr is not None:
-                sys.stderr.flush()
+            sys.stderr.flush()
         except (OSError, ValueError):
             pass  # nowhere left to say it; Python's own exit would have dropped it too
     except KeyboardInterrupt:  # Ctrl-C while ending: the shell's code for it, never a traceback
