@@ -108,21 +108,19 @@ def is_an_azure_dry_run(command: str) -> bool:
 
 
 @pytest.mark.parametrize("command", readme_commands())
-def test_a_readme_command_runs_as_written(repo_copy, command, monkeypatch, capsys):
+def test_a_readme_command_runs_as_written(repo_copy, command, monkeypatch, cli):
     """Each command in bash, as a reader pastes it; an Azure dry run through the function the ``amldist`` console
-    script calls (``amldist.cli.main.main``), in this process: it imports azure-ai-ml, about 3 CPU-seconds in a
-    new process, which this one already holds (the console script itself is run by every other command)."""
+    script calls (``amldist.cli.main.main``, the ``cli`` fixture), in this process: it imports azure-ai-ml, about
+    3 CPU-seconds in a new process, which this one already holds (the console script itself is run by every other
+    command)."""
     why = skip_reason(command)
     if why:
         pytest.skip(why)
     if is_an_azure_dry_run(command):
-        from amldist.cli.main import main
-
         monkeypatch.chdir(repo_copy)
         for name in WORKSPACE_VARIABLES:
             monkeypatch.delenv(name, raising=False)
-        code = main(command.split()[1:])
-        out, err = capsys.readouterr()
+        code, out, err = cli(*command.split()[1:])
         assert code == 0, f"{command}\n{out[-2000:]}\n{err[-3000:]}"
         assert "Traceback" not in err
         return
